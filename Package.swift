@@ -1,0 +1,108 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Every target opts into Swift 6 strict concurrency and internal imports by default,
+/// so a dependency leaks into our API only where a `public import` says so.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "notes",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "notesd", targets: ["notesd"]),
+        .executable(name: "notes", targets: ["notes"]),
+        .executable(name: "notes-bench", targets: ["notes-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
+    ],
+    targets: [
+        // The record model and CloudKit sharing rules: pure Swift, no I/O.
+        .target(
+            name: "NotesModel",
+            swiftSettings: strictSettings
+        ),
+        // Persistence: the SQLite (GRDB) implementation of `RecordStore`.
+        .target(
+            name: "NotesStore",
+            dependencies: [
+                "NotesModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The HTTP API (Hummingbird 2): routes, identity, error mapping, notifications.
+        .target(
+            name: "NotesServer",
+            dependencies: [
+                "NotesModel",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The HTTP client that `notes` (and later the mount) use to talk to `notesd`.
+        .target(
+            name: "NotesClient",
+            dependencies: [
+                "NotesModel",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "notesd",
+            dependencies: [
+                "NotesModel", "NotesStore", "NotesServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "notes",
+            dependencies: [
+                "NotesModel", "NotesClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Throughput against raw GRDB in the same process: see BENCHMARKS.md.
+        .executableTarget(
+            name: "notes-bench",
+            dependencies: [
+                "NotesModel", "NotesClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),
+        .testTarget(name: "NotesStoreTests", dependencies: ["NotesModel", "NotesStore"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "NotesServerTests",
+            dependencies: [
+                "NotesModel", "NotesStore", "NotesServer", "NotesClient",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,90 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NotesModel
+
+/// A client of `notesd`'s HTTP API, over its Unix socket or TCP.
+///
+/// Every failure arrives as `NotesError`: the server's own error body when it
+/// answered, `serviceUnavailable` with a hint when it could not be reached.
+public struct NotesClient: Sendable {
+    /// Where the daemon listens.
+    public enum Endpoint: Sendable, CustomStringConvertible {
+        case unixSocket(String)
+        case http(String)
+
+        public var description: String {
+            switch self {
+            case .unixSocket(let path): "the socket \(path)"
+            case .http(let url): url
+            }
+        }
+    }
+
+    public let endpoint: Endpoint
+    public let token: String?
+    let timeout: TimeAmount
+
+    public init(endpoint: Endpoint, token: String? = nil, timeoutSeconds: Int64 = 60) {
+        self.endpoint = endpoint
+        self.token = token
+        self.timeout = .seconds(timeoutSeconds)
+    }
+
+    func url(_ path: String) -> String {
+        switch endpoint {
+        case .unixSocket(let socket):
+            let host = socket.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? socket
+            return "http+unix://\(host)\(path)"
+        case .http(let base):
+            return (base.hasSuffix("/") ? String(base.dropLast()) : base) + path
+        }
+    }
+
+    func request(_ method: HTTPMethod, _ path: String, body: Data? = nil) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url(path))
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        return request
+    }
+
+    /// Sends a request and decodes the JSON answer, or throws the server's error.
+    func call<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)?, as type: Response.Type) async throws(NotesError) -> Response {
+        let payload: Data?
+        do {
+            payload = try body.map { try NotesJSON.encoder().encode($0) }
+        } catch {
+            throw NotesError(.invalidArguments, "Could not encode the request: \(error)")
+        }
+        let data: Data
+        let status: UInt
+        do {
+            let response = try await HTTPClient.shared.execute(request(method, path, body: payload), timeout: timeout)
+            status = response.status.code
+            data = Data((try await response.body.collect(upTo: Limits.maxRequestBytes * 2)).readableBytesView)
+        } catch {
+            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint): \(error). Is it running? Start it with `notesd`, or pass --socket/--server.")
+        }
+        let decoder = NotesJSON.decoder()
+        guard (200..<300).contains(status) else {
+            if let body = try? decoder.decode(NotesJSON.ErrorBody.self, from: data) {
+                throw body.notesError
+            }
+            throw NotesError(.internalError, "notesd answered HTTP \(status) without an error body.")
+        }
+        do {
+            return try decoder.decode(Response.self, from: data)
+        } catch {
+            throw NotesError(.internalError, "notesd's answer could not be read: \(error)")
+        }
+    }
+
+    func get<Response: Decodable>(_ path: String, as type: Response.Type) async throws(NotesError) -> Response {
+        try await call(.GET, path, body: Optional<API.Done>.none, as: type)
+    }
+}

@@ -1,0 +1,108 @@
+/// Request and response bodies of the HTTP API that are not model types themselves.
+/// `docs/openapi.yaml` describes the same shapes.
+public enum API {
+    public struct CreateAccount: Codable, Sendable {
+        public var name: String
+        public var email: String?
+        public init(name: String, email: String? = nil) { self.name = name; self.email = email }
+    }
+
+    public struct IssueToken: Codable, Sendable {
+        /// Seconds until the token expires; absent for no expiry.
+        public var expiresIn: Double?
+        public init(expiresIn: Double? = nil) { self.expiresIn = expiresIn }
+    }
+
+    public struct TokenIssued: Codable, Sendable {
+        public var name: String
+        public var token: String
+        public init(name: String, token: String) { self.name = name; self.token = token }
+    }
+
+    public struct CreateZone: Codable, Sendable {
+        public var name: String
+        public init(name: String) { self.name = name }
+    }
+
+    public struct ZoneRef: Codable, Sendable {
+        public var zone: ZoneID
+        public init(zone: ZoneID) { self.zone = zone }
+    }
+
+    public struct Zones: Codable, Sendable {
+        public var zones: [Zone]
+        public init(zones: [Zone]) { self.zones = zones }
+    }
+
+    public struct Lookup: Codable, Sendable {
+        public var zone: ZoneID
+        public var recordNames: [String]
+        public init(zone: ZoneID, recordNames: [String]) { self.zone = zone; self.recordNames = recordNames }
+    }
+
+    public struct Records: Codable, Sendable {
+        public var records: [Record]
+        public init(records: [Record]) { self.records = records }
+    }
+
+    public struct ZoneChangesQuery: Codable, Sendable {
+        public var zone: ZoneID
+        public var since: String?
+        public var limit: Int?
+        public init(zone: ZoneID, since: String? = nil, limit: Int? = nil) { self.zone = zone; self.since = since; self.limit = limit }
+    }
+
+    public struct DatabaseChangesQuery: Codable, Sendable {
+        public var scope: DatabaseScope
+        public var since: String?
+        public init(scope: DatabaseScope, since: String? = nil) { self.scope = scope; self.since = since }
+    }
+
+    public struct VersionsQuery: Codable, Sendable {
+        public var zone: ZoneID
+        public var recordName: String
+        public init(zone: ZoneID, recordName: String) { self.zone = zone; self.recordName = recordName }
+    }
+
+    public struct Versions: Codable, Sendable {
+        public var versions: [RecordVersion]
+        public init(versions: [RecordVersion]) { self.versions = versions }
+    }
+
+    public struct Shares: Codable, Sendable {
+        public var shares: [Share]
+        public init(shares: [Share]) { self.shares = shares }
+    }
+
+    public struct AddParticipants: Codable, Sendable {
+        public var participants: [Invitee]
+        public init(participants: [Invitee]) { self.participants = participants }
+    }
+
+    public struct Accept: Codable, Sendable {
+        /// The share URL (`…/s/TOKEN#Title`) or the bare token.
+        public var url: String
+        public init(url: String) { self.url = url }
+    }
+
+    public struct Done: Codable, Sendable {
+        public var ok: Bool
+        public init() { ok = true }
+    }
+
+    /// Extracts the token from a share URL or returns a bare token as is; `nil` when
+    /// the text cannot be a token of this server.
+    public static func shareToken(fromURL text: String) -> String? {
+        var token = Substring(text)
+        if let range = text.range(of: "/s/") {
+            token = text[range.upperBound...]
+        }
+        if let end = token.firstIndex(where: { $0 == "#" || $0 == "?" || $0 == "/" }) {
+            token = token[..<end]
+        }
+        let valid = !token.isEmpty && token.utf8.count <= 128 && token.unicodeScalars.allSatisfy { s in
+            (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
+        }
+        return valid ? String(token) : nil
+    }
+}

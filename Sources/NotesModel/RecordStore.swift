@@ -1,0 +1,60 @@
+/// Everything the daemon persists, behind one protocol so that SQLite and PostgreSQL
+/// implementations can run the same conformance tests.
+///
+/// Every method that takes an `actor` decides authorization itself, inside the same
+/// transaction as the work, using `SharingRules`; callers never pre-check on its
+/// behalf. Every mutating method is atomic: it either throws and changes nothing, or
+/// commits in full (durably) before it returns.
+public protocol RecordStore: Sendable {
+    // MARK: Accounts
+
+    /// Creates an account with its default zone. Pending email invitations that match
+    /// `email` become this account's invitations.
+    func createAccount(name: String, email: String?, isAdmin: Bool) async throws(NotesError) -> Account
+    /// The account, or `nil` if there is none by that name.
+    func account(named name: String) async throws(NotesError) -> Account?
+    /// Issues a new bearer token for the account; only its hash is stored.
+    /// - Parameter lifetime: seconds until it expires; `nil` for no expiry.
+    func issueToken(for name: String, lifetime: Double?) async throws(NotesError) -> String
+    /// The account a token belongs to, or `nil` for a forged, revoked or expired token.
+    func authenticate(token: String) async throws(NotesError) -> Account?
+
+    // MARK: Zones
+
+    func createZone(_ zone: ZoneID, actor: String) async throws(NotesError) -> Zone
+    /// The zones of a scope: owned (`private`) or accepted from others (`shared`).
+    func zones(scope: DatabaseScope, actor: String) async throws(NotesError) -> [Zone]
+    /// Deletes a zone and all its records; its shares stop. The default zone stays.
+    func deleteZone(_ zone: ZoneID, actor: String) async throws(NotesError)
+
+    // MARK: Records
+
+    /// Applies all saves and deletes, or none (`batchRequestFailed` for the rest).
+    func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult
+    /// The records the caller may read among `recordNames`; missing ones are left out.
+    func records(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> [Record]
+    /// Changes of a zone since `token` (`nil`: everything), at most `limit` items a page.
+    func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> ZoneChanges
+    /// Zones of a scope changed since `token` (`nil`: all of them).
+    func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges
+    /// Every kept version of a record, newest first.
+    func versions(of recordName: String, in zone: ZoneID, actor: String) async throws(NotesError) -> [RecordVersion]
+
+    // MARK: Shares
+
+    func createShare(_ request: NewShare, actor: String) async throws(NotesError) -> Share
+    /// A share the caller owns or takes part in (pending included).
+    func share(id: String, actor: String) async throws(NotesError) -> Share
+    /// Shares the caller owns or has accepted.
+    func shares(actor: String) async throws(NotesError) -> [Share]
+    /// Shares the caller is invited to and has not accepted yet.
+    func invitations(actor: String) async throws(NotesError) -> [Share]
+    func updateShare(id: String, _ update: ShareUpdate, actor: String) async throws(NotesError) -> Share
+    /// Invites accounts or emails, or changes the permission of existing participants.
+    func addParticipants(shareID: String, _ invitees: [Invitee], actor: String) async throws(NotesError) -> Share
+    func removeParticipant(shareID: String, name: String, actor: String) async throws(NotesError) -> Share
+    /// Accepts the share behind a URL token, as an invitee or, if public, a public user.
+    func acceptShare(urlToken: String, actor: String) async throws(NotesError) -> Share
+    func leaveShare(id: String, actor: String) async throws(NotesError)
+    func stopShare(id: String, actor: String) async throws(NotesError)
+}

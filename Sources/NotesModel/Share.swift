@@ -1,0 +1,132 @@
+public import Foundation
+
+/// Who may read or write a share without an invitation (CloudKit's `publicPermission`).
+public enum PublicPermission: String, Sendable, Codable, CaseIterable {
+    case none
+    case readOnly
+    case readWrite
+}
+
+/// What a participant may do with the share's records.
+public enum ParticipantPermission: String, Sendable, Codable, CaseIterable {
+    case readOnly
+    case readWrite
+}
+
+/// How a participant came to the share.
+public enum ParticipantRole: String, Sendable, Codable, CaseIterable {
+    /// The account that owns the zone and so the share.
+    case owner
+    /// Invited by name or email.
+    case privateUser
+    /// Accepted a public URL without an invitation.
+    case publicUser
+}
+
+/// Where a participant stands: invited, in, or out (removed by the owner or left).
+public enum ParticipantStatus: String, Sendable, Codable, CaseIterable {
+    case pending
+    case accepted
+    case removed
+}
+
+/// One account (or, until it resolves, one email address) in a share.
+public struct Participant: Sendable, Codable, Equatable {
+    /// The account name; `nil` while an email invitation has no matching account yet.
+    public var name: String?
+    public var email: String?
+    public var role: ParticipantRole
+    public var permission: ParticipantPermission
+    public var status: ParticipantStatus
+
+    public init(name: String?, email: String?, role: ParticipantRole, permission: ParticipantPermission, status: ParticipantStatus) {
+        self.name = name
+        self.email = email
+        self.role = role
+        self.permission = permission
+        self.status = status
+    }
+}
+
+/// A share: a hierarchy (a root record and its descendants) or a whole zone.
+public struct Share: Sendable, Codable, Equatable {
+    public var id: String
+    public var zone: ZoneID
+    /// The root record of a hierarchy share; `nil` for a zone-wide share.
+    public var rootRecordName: String?
+    public var title: String
+    public var publicPermission: PublicPermission
+    /// The unguessable token of the share URL (`PUBLIC_URL/s/TOKEN#Title`).
+    public var urlToken: String
+    /// The full share URL; filled in by the server, which knows its public base URL.
+    public var url: String?
+    public var participants: [Participant]
+    public var createdAt: Date
+
+    public init(
+        id: String, zone: ZoneID, rootRecordName: String?, title: String, publicPermission: PublicPermission,
+        urlToken: String, url: String? = nil, participants: [Participant], createdAt: Date
+    ) {
+        self.id = id
+        self.zone = zone
+        self.rootRecordName = rootRecordName
+        self.title = title
+        self.publicPermission = publicPermission
+        self.urlToken = urlToken
+        self.url = url
+        self.participants = participants
+        self.createdAt = createdAt
+    }
+
+    public var owner: String { zone.owner }
+    public var isZoneWide: Bool { rootRecordName == nil }
+
+    /// The participant entry for an account, if it has one.
+    public func participant(named name: String) -> Participant? {
+        participants.first { $0.name == name }
+    }
+}
+
+/// Whom to invite: an account name or an email address, with a permission.
+public struct Invitee: Sendable, Codable, Equatable {
+    public var name: String?
+    public var email: String?
+    public var permission: ParticipantPermission
+
+    public init(name: String? = nil, email: String? = nil, permission: ParticipantPermission) {
+        self.name = name
+        self.email = email
+        self.permission = permission
+    }
+}
+
+/// A request to share a record's hierarchy, or a whole zone when `rootRecordName` is nil.
+public struct NewShare: Sendable, Codable, Equatable {
+    public var zone: ZoneID
+    public var rootRecordName: String?
+    public var title: String?
+    public var publicPermission: PublicPermission?
+    public var participants: [Invitee]?
+
+    public init(zone: ZoneID, rootRecordName: String?, title: String? = nil, publicPermission: PublicPermission? = nil, participants: [Invitee]? = nil) {
+        self.zone = zone
+        self.rootRecordName = rootRecordName
+        self.title = title
+        self.publicPermission = publicPermission
+        self.participants = participants
+    }
+}
+
+/// Changes the owner makes to a share's own fields.
+public struct ShareUpdate: Sendable, Codable, Equatable {
+    public var title: String?
+    public var publicPermission: PublicPermission?
+    /// Revoke the current URL and make a new one.
+    public var rotateURL: Bool?
+
+    public init(title: String? = nil, publicPermission: PublicPermission? = nil, rotateURL: Bool? = nil) {
+        self.title = title
+        self.publicPermission = publicPermission
+        self.rotateURL = rotateURL
+    }
+}

@@ -1,0 +1,79 @@
+public import NotesModel
+import Synchronization
+
+/// Fans change notices out to each account's open event streams.
+///
+/// `publish` is synchronous so the store can call it right after a commit, in commit
+/// order; a slow subscriber only grows its own buffer (bounded: the oldest hints are
+/// dropped, which is safe because a hint only says "fetch changes").
+public final class ChangeNotifier: Sendable {
+    private struct Subscribers {
+        var nextID = 0
+        var byAccount: [String: [Int: AsyncStream<Event>.Continuation]] = [:]
+        var closed = false
+    }
+
+    /// What a subscriber receives.
+    public enum Event: Sendable {
+        case change(ChangeNotice)
+        case heartbeat
+    }
+
+    private let state = Mutex(Subscribers())
+
+    public init() {}
+
+    /// A stream of events for `account`; it ends when the caller stops iterating or
+    /// the notifier closes (daemon shutdown).
+    public func subscribe(account: String) -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let id: Int? = state.withLock { state in
+            guard !state.closed else { return nil }
+            state.nextID += 1
+            state.byAccount[account, default: [:]][state.nextID] = continuation
+            return state.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { state in
+                state.byAccount[account]?[id] = nil
+                if state.byAccount[account]?.isEmpty == true { state.byAccount[account] = nil }
+            }
+        }
+        return stream
+    }
+
+    public func publish(_ notices: [ChangeNotice]) {
+        let targets = state.withLock { state in
+            notices.flatMap { notice in (state.byAccount[notice.account] ?? [:]).values.map { ($0, notice) } }
+        }
+        for (continuation, notice) in targets {
+            continuation.yield(.change(notice))
+        }
+    }
+
+    /// Sends a heartbeat to every stream so dead connections are noticed.
+    public func heartbeat() {
+        let all = state.withLock { state in state.byAccount.values.flatMap(\.values) }
+        for continuation in all { continuation.yield(.heartbeat) }
+    }
+
+    /// Ends every stream; later subscriptions end at once. Called on shutdown so that
+    /// open event streams do not hold the server open.
+    public func close() {
+        let all = state.withLock { state in
+            state.closed = true
+            defer { state.byAccount = [:] }
+            return state.byAccount.values.flatMap(\.values)
+        }
+        for continuation in all { continuation.finish() }
+    }
+
+    /// How many streams are open (for tests and metrics).
+    public var subscriberCount: Int {
+        state.withLock { $0.byAccount.values.reduce(0) { $0 + $1.count } }
+    }
+}

@@ -1,0 +1,44 @@
+public import Hummingbird
+public import NotesModel
+public import Logging
+
+/// Builds the HTTP applications of the daemon: one on the Unix socket and, when asked,
+/// one on TCP, sharing one router, store and notifier.
+public struct NotesAPI: Sendable {
+    public let store: any RecordStore
+    public let notifier: ChangeNotifier
+    /// Base of share URLs and public pages.
+    public let publicURL: String
+
+    public init(store: any RecordStore, notifier: ChangeNotifier, publicURL: String) {
+        self.store = store
+        self.notifier = notifier
+        self.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+    }
+
+    /// The router with every endpoint; `docs/openapi.yaml` describes them.
+    public func router() -> Router<NotesRequestContext> {
+        let router = Router(context: NotesRequestContext.self)
+        router.add(middleware: ErrorMiddleware())
+        router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
+        router.get("s/:token") { _, _ -> Response in
+            // Public pages come with HTML export; until then every share URL answers
+            // like an unknown one, which is what a private share must do anyway.
+            throw NotesError(.unknownItem, "There is no public page at this address.")
+        }
+        let v1 = router.group("v1").add(middleware: IdentityMiddleware(store: store))
+        AccountController(store: store).addRoutes(to: v1)
+        RecordController(store: store).addRoutes(to: v1)
+        ShareController(store: store, publicURL: publicURL).addRoutes(to: v1)
+        EventController(notifier: notifier).addRoutes(to: v1)
+        return router
+    }
+
+    /// An application bound to `address`; run it as a service.
+    public func application(address: BindAddress, logger: Logger) -> some ApplicationProtocol {
+        Application(
+            router: router(),
+            configuration: .init(address: address, serverName: "notesd"),
+            logger: logger)
+    }
+}

@@ -1,0 +1,81 @@
+public import Hummingbird
+import Foundation
+public import NotesModel
+
+extension NotesError: ResponseGenerator {}
+extension NotesError: HTTPResponseError {
+    /// HTTP statuses after CloudKit Web Services: 409 for "changed or exists",
+    /// 413 for limits, 403 for rights, 401 for identity.
+    public var status: HTTPResponse.Status {
+        switch code {
+        case .invalidArguments, .changeTokenExpired: .badRequest
+        case .notAuthenticated: .unauthorized
+        case .permissionFailure: .forbidden
+        case .unknownItem, .zoneNotFound: .notFound
+        case .serverRecordChanged, .batchRequestFailed, .alreadyShared, .constraintViolation, .folderNotEmpty: .conflict
+        case .limitExceeded: .contentTooLarge
+        case .requestRateLimited: .tooManyRequests
+        case .serviceUnavailable: .serviceUnavailable
+        case .internalError: .internalServerError
+        }
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = JSONResponse.make(NotesJSON.ErrorBody(self), status: status)
+        if code == .notAuthenticated {
+            response.headers[.wwwAuthenticate] = "Bearer"
+        }
+        return response
+    }
+}
+
+/// JSON responses with the API's encoder (`NotesJSON`).
+enum JSONResponse {
+    static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? NotesJSON.encoder().encode(value)) ?? Data(#"{"error":{"code":"internalError","message":"encoding failed"}}"#.utf8)
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+extension Request {
+    /// Reads and decodes the JSON body, with the errors a caller can act on: 413 past
+    /// the size limit, 400 naming what is wrong with the JSON.
+    mutating func decodeJSON<T: Decodable>(_ type: T.Type) async throws(NotesError) -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await collectBody(upTo: Limits.maxRequestBytes)
+        } catch {
+            throw NotesError(.limitExceeded, "The request body is larger than \(Limits.maxRequestBytes / 1024 / 1024) MiB; send smaller batches.")
+        }
+        guard buffer.readableBytes > 0 else {
+            throw NotesError(.invalidArguments, "The request has no body; send a JSON object.")
+        }
+        do {
+            return try NotesJSON.decoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw NotesError(.invalidArguments, "The request body is not valid for this call: \(Self.describe(error))")
+        } catch {
+            throw NotesError(.invalidArguments, "The request body is not valid JSON.")
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
+            return keys.isEmpty ? "" : " at \(keys.joined(separator: "."))"
+        }
+        switch error {
+        case .dataCorrupted(let context):
+            return "malformed JSON\(path(context))."
+        case .keyNotFound(let key, let context):
+            return "the field \"\(key.stringValue)\" is missing\(path(context))."
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "a field has the wrong type\(path(context)): \(context.debugDescription)"
+        @unknown default:
+            return "it could not be decoded."
+        }
+    }
+}

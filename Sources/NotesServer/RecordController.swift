@@ -1,0 +1,66 @@
+import Hummingbird
+import NotesModel
+
+/// Zones, records, changes and versions. Names travel in JSON bodies, never in URL
+/// paths, so no name needs escaping and every name gets the same validation.
+struct RecordController {
+    let store: any RecordStore
+
+    func addRoutes(to group: RouterGroup<NotesRequestContext>) {
+        group.get("zones") { request, context in
+            let scope = try Self.scope(request.uri.queryParameters.get("scope") ?? "private")
+            return JSONResponse.make(API.Zones(zones: try await store.zones(scope: scope, actor: try context.account().name)))
+        }
+        group.post("zones") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(API.CreateZone.self)
+            return JSONResponse.make(try await store.createZone(ZoneID(owner: actor, name: body.name), actor: actor), status: .created)
+        }
+        group.post("zones/delete") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(API.ZoneRef.self)
+            try await store.deleteZone(body.zone, actor: actor)
+            return JSONResponse.make(API.Done())
+        }
+        group.post("records/modify") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(ModifyRequest.self)
+            return JSONResponse.make(try await store.modify(body, actor: actor))
+        }
+        group.post("records/lookup") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(API.Lookup.self)
+            return JSONResponse.make(API.Records(records: try await store.records(body.recordNames, in: body.zone, actor: actor)))
+        }
+        group.post("records/changes") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(API.ZoneChangesQuery.self)
+            let changes = try await store.zoneChanges(body.zone, since: body.since, limit: body.limit ?? Limits.defaultChangesPage, actor: actor)
+            return JSONResponse.make(changes)
+        }
+        group.post("records/versions") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(API.VersionsQuery.self)
+            return JSONResponse.make(API.Versions(versions: try await store.versions(of: body.recordName, in: body.zone, actor: actor)))
+        }
+        group.post("changes") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(API.DatabaseChangesQuery.self)
+            return JSONResponse.make(try await store.databaseChanges(scope: body.scope, since: body.since, actor: actor))
+        }
+    }
+
+    static func scope(_ text: String) throws(NotesError) -> DatabaseScope {
+        guard let scope = DatabaseScope(rawValue: text) else {
+            throw NotesError(.invalidArguments, "scope must be \"private\" or \"shared\", not \"\(text)\".")
+        }
+        return scope
+    }
+}

@@ -1,0 +1,131 @@
+import GRDB
+
+/// The schema, one migration per shipped change. Migrations are never edited once
+/// shipped and never use app types, so an old database always upgrades the same way.
+enum Migrations {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: accounts, zones, records, shares") { db in
+            try db.execute(sql: """
+                -- A single global change sequence: every record save or delete takes the
+                -- next value, which is also the record's change tag. Zone and database
+                -- change tokens are positions in this sequence.
+                CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                INSERT INTO counters (name, value) VALUES ('seq', 0);
+
+                CREATE TABLE accounts (
+                    name TEXT PRIMARY KEY,
+                    email TEXT UNIQUE,
+                    is_admin INTEGER NOT NULL DEFAULT 0,
+                    created_at REAL NOT NULL
+                );
+
+                -- Bearer tokens: `id` finds the row, the secret is kept only as SHA-256.
+                CREATE TABLE tokens (
+                    id TEXT PRIMARY KEY,
+                    account TEXT NOT NULL REFERENCES accounts(name) ON DELETE CASCADE,
+                    secret_hash BLOB NOT NULL,
+                    created_at REAL NOT NULL,
+                    expires_at REAL
+                );
+
+                -- `epoch` is the seq at creation: a token from an earlier zone of the
+                -- same name expires. `changed_seq` feeds database-scope changes.
+                CREATE TABLE zones (
+                    owner TEXT NOT NULL REFERENCES accounts(name),
+                    name TEXT NOT NULL,
+                    epoch INTEGER NOT NULL,
+                    changed_seq INTEGER NOT NULL,
+                    PRIMARY KEY (owner, name)
+                );
+                CREATE TABLE zone_tombstones (owner TEXT NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL);
+                CREATE INDEX zone_tombstones_by_seq ON zone_tombstones(owner, seq);
+
+                -- `parent` is '' at the zone's root so that the unique index also
+                -- covers root-level names (NULLs would never collide). `share_id` is
+                -- the share covering the record, kept on every record of the share so
+                -- that a participant's view is one indexed lookup.
+                CREATE TABLE records (
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    record_type TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    parent TEXT NOT NULL DEFAULT '',
+                    body TEXT,
+                    bytes BLOB,
+                    created_at REAL NOT NULL,
+                    modified_at REAL NOT NULL,
+                    modified_by TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    share_id TEXT,
+                    PRIMARY KEY (owner, zone, record_name),
+                    FOREIGN KEY (owner, zone) REFERENCES zones(owner, name) ON DELETE CASCADE
+                );
+                CREATE UNIQUE INDEX records_by_path ON records(owner, zone, parent, name);
+                CREATE INDEX records_by_seq ON records(owner, zone, seq);
+                CREATE INDEX records_by_share ON records(share_id, seq) WHERE share_id IS NOT NULL;
+
+                -- kind 'deleted': the record is gone. kind 'left': it moved out of the
+                -- share `share_id`, so that share's participants must drop it.
+                CREATE TABLE tombstones (
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    share_id TEXT,
+                    kind TEXT NOT NULL
+                );
+                CREATE INDEX tombstones_by_seq ON tombstones(owner, zone, seq);
+                CREATE INDEX tombstones_by_share ON tombstones(share_id, seq) WHERE share_id IS NOT NULL;
+
+                -- Every save keeps a version: history now, three-way merge later.
+                CREATE TABLE versions (
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    parent TEXT NOT NULL,
+                    body TEXT,
+                    size INTEGER NOT NULL,
+                    modified_by TEXT NOT NULL,
+                    modified_at REAL NOT NULL
+                );
+                CREATE INDEX versions_by_record ON versions(owner, zone, record_name, seq);
+
+                -- A stopped share keeps its row (and its participants, all 'removed')
+                -- so that participants' database changes can report the zone gone.
+                CREATE TABLE shares (
+                    id TEXT PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    root_record TEXT,
+                    title TEXT NOT NULL,
+                    public_permission TEXT NOT NULL,
+                    url_token TEXT NOT NULL UNIQUE,
+                    created_at REAL NOT NULL,
+                    stopped INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX shares_by_zone ON shares(owner, zone) WHERE stopped = 0;
+
+                -- `account` is NULL while an email invitation has no account yet.
+                CREATE TABLE participants (
+                    share_id TEXT NOT NULL REFERENCES shares(id),
+                    position INTEGER NOT NULL,
+                    account TEXT,
+                    email TEXT,
+                    role TEXT NOT NULL,
+                    permission TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    changed_seq INTEGER NOT NULL,
+                    PRIMARY KEY (share_id, position)
+                );
+                CREATE UNIQUE INDEX participants_by_account ON participants(share_id, account);
+                CREATE INDEX participants_of_account ON participants(account, status);
+                CREATE INDEX participants_by_email ON participants(email) WHERE account IS NULL;
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,279 @@
+import Foundation
+import GRDB
+public import NotesModel
+
+extension SQLiteStore {
+    // MARK: Zones
+
+    public func createZone(_ zone: ZoneID, actor: String) async throws(NotesError) -> Zone {
+        try Names.validateComponent(zone.name, what: "zone name")
+        guard zone.owner == actor else {
+            throw NotesError(.permissionFailure, "You can create zones only in your own private database.")
+        }
+        return try await write { context in
+            if try Bool.fetchOne(context.db, sql: "SELECT 1 FROM zones WHERE owner = ? AND name = ?", arguments: [zone.owner, zone.name]) == true {
+                throw NotesError(.constraintViolation, "You already have a zone named \(zone.name).")
+            }
+            let epoch = context.nextSeq()
+            try context.db.execute(sql: "INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (?, ?, ?, ?)",
+                                   arguments: [zone.owner, zone.name, epoch, epoch])
+            context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))
+            return Zone(id: zone, changeToken: ZoneChangeToken(epoch: epoch, seq: epoch, membership: 0).encoded)
+        }
+    }
+
+    public func zones(scope: DatabaseScope, actor: String) async throws(NotesError) -> [Zone] {
+        try await read { db in
+            let seq = try Self.currentSeq(db)
+            switch scope {
+            case .private:
+                return try Row.fetchAll(db, sql: "SELECT name, epoch FROM zones WHERE owner = ? ORDER BY name", arguments: [actor]).map { row in
+                    Zone(id: ZoneID(owner: actor, name: row["name"]), changeToken: ZoneChangeToken(epoch: row["epoch"], seq: seq, membership: 0).encoded)
+                }
+            case .shared:
+                var zones: [Zone] = []
+                for zone in try Self.sharedZoneIDs(db, actor: actor) {
+                    let access = try ZoneAccess.load(db, zone: zone, actor: actor)
+                    zones.append(Zone(id: zone, changeToken: ZoneChangeToken(epoch: access.epoch, seq: seq, membership: access.membershipSeq).encoded,
+                                      shareIDs: access.readableShares))
+                }
+                return zones
+            }
+        }
+    }
+
+    public func deleteZone(_ zone: ZoneID, actor: String) async throws(NotesError) {
+        guard zone.owner == actor else {
+            throw NotesError(.permissionFailure, "Only the owner may delete a zone.")
+        }
+        guard !zone.isDefault else {
+            throw NotesError(.invalidArguments, "The default zone cannot be deleted; delete its records instead.")
+        }
+        try await write { context in
+            let access = try ZoneAccess.load(context.db, zone: zone, actor: actor)
+            let shares = ShareWriter(context: context)
+            for shareID in Array(access.rootShares.values) + [access.zoneWideShare].compactMap({ $0 }) {
+                try shares.stop(shareID: shareID, zone: zone)
+            }
+            let db = context.db
+            for table in ["records", "tombstones", "versions"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE owner = ? AND zone = ?", arguments: [zone.owner, zone.name])
+            }
+            try db.execute(sql: "DELETE FROM zones WHERE owner = ? AND name = ?", arguments: [zone.owner, zone.name])
+            try db.execute(sql: "INSERT INTO zone_tombstones (owner, name, seq) VALUES (?, ?, ?)", arguments: [zone.owner, zone.name, context.nextSeq()])
+            context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))
+        }
+    }
+
+    // MARK: Records
+
+    public func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult {
+        try request.validate()
+        let saves = try Self.parentsFirst(request.saves)
+        let deleting = Set(request.deletes.map(\.recordName))
+        let store = self
+        return try await write { context in
+            let access = try ZoneAccess.load(context.db, zone: request.zone, actor: actor)
+            let writer = RecordWriter(context: context, access: access, actor: actor)
+            var saved: [NotesModel.Record] = []
+            saved.reserveCapacity(saves.count)
+            var current = ""
+            do {
+                for delete in request.deletes {
+                    current = delete.recordName
+                    try writer.delete(delete, deleting: deleting)
+                }
+                for save in saves {
+                    current = save.recordName
+                    saved.append(try writer.save(save))
+                }
+            } catch {
+                var failure = store.convert(error)
+                if failure.code == .constraintViolation {
+                    let name = saves.first { $0.recordName == current }?.name ?? current
+                    failure.message = "A record named “\(name)” already exists in that folder; choose another name."
+                }
+                let names = request.deletes.map(\.recordName) + saves.map(\.recordName)
+                failure.itemErrors = names.map { name in
+                    name == current
+                        ? NotesError.ItemError(recordName: name, code: failure.code, message: failure.message, serverRecord: failure.serverRecord)
+                        : NotesError.ItemError(recordName: name, code: .batchRequestFailed, message: "Not applied: \(current) failed in the same operation.")
+                }
+                throw failure
+            }
+            try context.zoneChanged(request.zone)
+            return ModifyResult(saved: saved, deleted: request.deletes.map(\.recordName))
+        }
+    }
+
+    public func records(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> [NotesModel.Record] {
+        guard recordNames.count <= Limits.maxChangesPage else {
+            throw NotesError(.limitExceeded, "Look up at most \(Limits.maxChangesPage) records at once.")
+        }
+        return try await read { db in
+            let access = try ZoneAccess.load(db, zone: zone, actor: actor)
+            return try recordNames.compactMap { name in
+                try StoredRecord.fetch(db, name, in: zone).flatMap { access.canRead(shareID: $0.shareID) ? $0 : nil }
+            }
+        }
+    }
+
+    public func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> ZoneChanges {
+        let limit = min(max(limit, 1), Limits.maxChangesPage)
+        let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
+        return try await read { db in
+            let access = try ZoneAccess.load(db, zone: zone, actor: actor)
+            let current = try Self.currentSeq(db)
+            let since = parsed?.seq ?? 0
+            if let parsed {
+                if parsed.epoch != access.epoch {
+                    throw NotesError(.changeTokenExpired, "The zone \(zone.name) was deleted and created again; fetch all its records from scratch.")
+                }
+                if parsed.membership != access.membershipSeq {
+                    throw NotesError(.changeTokenExpired, "Your access to \(zone.owner)'s notes changed; fetch all records from scratch.")
+                }
+                if parsed.seq > current {
+                    throw NotesError(.invalidArguments, "The change token is not one this server issued; fetch without a token to start over.")
+                }
+            }
+            var recordFilter = "owner = ? AND zone = ? AND seq > ?"
+            var tombstoneFilter = recordFilter + " AND kind = 'deleted'"
+            var arguments: StatementArguments = [zone.owner, zone.name, since]
+            if !access.isOwner {
+                let shares = access.readableShares
+                let placeholders = Array(repeating: "?", count: shares.count).joined(separator: ",")
+                recordFilter += " AND share_id IN (\(placeholders))"
+                tombstoneFilter = "owner = ? AND zone = ? AND seq > ? AND share_id IN (\(placeholders))"
+                arguments += StatementArguments(shares)
+            }
+            let records = try Row.fetchAll(db, sql: "SELECT * FROM records WHERE \(recordFilter) ORDER BY seq LIMIT \(limit + 1)", arguments: arguments)
+                .map { (seq: $0["seq"] as Int64, record: StoredRecord.record(from: $0, zone: zone)) }
+            let tombstones = try Row.fetchAll(db, sql: "SELECT record_name, seq FROM tombstones WHERE \(tombstoneFilter) ORDER BY seq LIMIT \(limit + 1)", arguments: arguments)
+                .map { (seq: $0["seq"] as Int64, name: $0["record_name"] as String) }
+            return Self.page(records: records, tombstones: tombstones, limit: limit, token: { seq in
+                ZoneChangeToken(epoch: access.epoch, seq: seq, membership: access.membershipSeq).encoded
+            }, current: current)
+        }
+    }
+
+    /// Merges records and tombstones in change order and cuts a page of `limit`.
+    /// A tombstone of a record that exists again later in the page is dropped, so a
+    /// client never deletes what it should keep.
+    static func page(records: [(seq: Int64, record: NotesModel.Record)], tombstones: [(seq: Int64, name: String)], limit: Int,
+                     token: (Int64) -> String, current: Int64) -> ZoneChanges {
+        var seqs = records.map(\.seq) + tombstones.map(\.seq)
+        seqs.sort()
+        let moreComing = seqs.count > limit
+        let cut = moreComing ? seqs[limit - 1] : current
+        let pageRecords = records.filter { $0.seq <= cut }.map(\.record)
+        let present = Set(pageRecords.map(\.recordName))
+        var deleted: [String] = []
+        var seen = Set<String>()
+        for tombstone in tombstones where tombstone.seq <= cut && !present.contains(tombstone.name) && seen.insert(tombstone.name).inserted {
+            deleted.append(tombstone.name)
+        }
+        return ZoneChanges(records: pageRecords, deleted: deleted, changeToken: token(cut), moreComing: moreComing)
+    }
+
+    public func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges {
+        let since = try token.map { text throws(NotesError) in try DatabaseChangeToken(parsing: text) }?.seq ?? 0
+        return try await read { db in
+            let current = try Self.currentSeq(db)
+            guard since <= current else {
+                throw NotesError(.invalidArguments, "The change token is not one this server issued; fetch without a token to start over.")
+            }
+            let newToken = DatabaseChangeToken(seq: current).encoded
+            switch scope {
+            case .private:
+                let changed = try String.fetchAll(db, sql: "SELECT name FROM zones WHERE owner = ? AND changed_seq > ? ORDER BY name", arguments: [actor, since])
+                let deleted = try String.fetchAll(db, sql: "SELECT DISTINCT name FROM zone_tombstones WHERE owner = ? AND seq > ? AND name NOT IN (SELECT name FROM zones WHERE owner = ?)",
+                                                  arguments: [actor, since, actor])
+                return DatabaseChanges(changedZones: changed.map { ZoneID(owner: actor, name: $0) },
+                                       deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: newToken, moreComing: false)
+            case .shared:
+                let visible = Set(try Self.sharedZoneIDs(db, actor: actor))
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT s.owner, s.zone, MAX(p.changed_seq) AS membership, MAX(COALESCE(z.changed_seq, 0)) AS changed
+                    FROM participants p JOIN shares s ON s.id = p.share_id LEFT JOIN zones z ON z.owner = s.owner AND z.name = s.zone
+                    WHERE p.account = ? AND p.role != 'owner' GROUP BY s.owner, s.zone
+                    """, arguments: [actor])
+                var changed: [ZoneID] = []
+                var deleted: [ZoneID] = []
+                for row in rows {
+                    let zone = ZoneID(owner: row["owner"], name: row["zone"])
+                    let membership: Int64 = row["membership"]
+                    let zoneChanged: Int64 = row["changed"]
+                    if visible.contains(zone) {
+                        if membership > since || zoneChanged > since { changed.append(zone) }
+                    } else if membership > since {
+                        deleted.append(zone)
+                    }
+                }
+                return DatabaseChanges(changedZones: changed, deletedZones: deleted, changeToken: newToken, moreComing: false)
+            }
+        }
+    }
+
+    public func versions(of recordName: String, in zone: ZoneID, actor: String) async throws(NotesError) -> [RecordVersion] {
+        try await read { db in
+            let access = try ZoneAccess.load(db, zone: zone, actor: actor)
+            let record = try StoredRecord.fetch(db, recordName, in: zone)
+            guard record.map({ access.canRead(shareID: $0.shareID) }) ?? access.isOwner else {
+                throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
+            }
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? ORDER BY seq DESC
+                """, arguments: [zone.owner, zone.name, recordName])
+            guard !rows.isEmpty else {
+                throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
+            }
+            return rows.map { row in
+                let parent: String = row["parent"]
+                return RecordVersion(changeTag: StoredRecord.changeTag(row["seq"]), name: row["name"], parent: parent.isEmpty ? nil : parent,
+                                     body: row["body"], size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"]))
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    static func currentSeq(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'seq'") ?? 0
+    }
+
+    /// Zones of others in which the caller has at least one readable, accepted share.
+    static func sharedZoneIDs(_ db: Database, actor: String) throws -> [ZoneID] {
+        try Row.fetchAll(db, sql: """
+            SELECT DISTINCT s.owner, s.zone FROM participants p JOIN shares s ON s.id = p.share_id
+            WHERE p.account = ? AND p.status = 'accepted' AND p.role != 'owner' AND s.stopped = 0
+              AND (p.role != 'publicUser' OR s.public_permission != 'none')
+            ORDER BY s.owner, s.zone
+            """, arguments: [actor]).map { ZoneID(owner: $0["owner"], name: $0["zone"]) }
+    }
+
+    /// Orders saves so that a folder created in the same operation comes before what
+    /// it holds; a cycle among the saves is refused.
+    static func parentsFirst(_ saves: [RecordSave]) throws(NotesError) -> [RecordSave] {
+        let byName = Dictionary(saves.map { ($0.recordName, $0) }, uniquingKeysWith: { first, _ in first })
+        var done = Set<String>()
+        var ordered: [RecordSave] = []
+        ordered.reserveCapacity(saves.count)
+        for save in saves where !done.contains(save.recordName) {
+            var chain: [RecordSave] = []
+            var onChain = Set<String>()
+            var cursor: RecordSave? = save
+            while let current = cursor, !done.contains(current.recordName) {
+                guard onChain.insert(current.recordName).inserted else {
+                    throw NotesError(.invalidArguments, "The saves make \(current.recordName) its own ancestor; folders cannot contain themselves.")
+                }
+                chain.append(current)
+                cursor = current.parent.flatMap { byName[$0] }
+            }
+            for item in chain.reversed() {
+                done.insert(item.recordName)
+                ordered.append(item)
+            }
+        }
+        return ordered
+    }
+}

@@ -1,0 +1,136 @@
+public import NotesModel
+import Foundation
+import GRDB
+public import Logging
+
+/// The embedded store: one SQLite file in WAL mode, one `DatabasePool` per process.
+///
+/// Each mutating call is one write transaction (`synchronous = FULL`), so a write that
+/// returned is on disk, and a crash (even `kill -9`) mid-call leaves all or nothing.
+public final class SQLiteStore: RecordStore {
+    let pool: DatabasePool
+    let logger: Logger
+    let onChange: @Sendable ([ChangeNotice]) -> Void
+
+    /// Opens (creating if needed) the database at `path` and migrates it.
+    /// - Parameter onChange: called after each commit with the accounts to notify.
+    public init(path: String, logger: Logger = Logger(label: "notes.store"), onChange: @escaping @Sendable ([ChangeNotice]) -> Void = { _ in }) throws(NotesError) {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Migrations.migrator.migrate(pool)
+        } catch {
+            throw NotesError(.serviceUnavailable, "Cannot open the database at \(path): \(error). Check that the data directory exists and is writable.")
+        }
+        self.logger = logger
+        self.onChange = onChange
+    }
+
+    /// Runs `body` in one write transaction with a context that hands out change
+    /// sequence numbers and collects notices, which are sent only after the commit.
+    func write<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) async throws(NotesError) -> T {
+        let outcome: (T, Set<ChangeNotice>)
+        do {
+            outcome = try await pool.write { db in
+                let context = try WriteContext(db: db)
+                let value = try body(context)
+                try context.finish()
+                return (value, context.notices)
+            }
+        } catch {
+            throw convert(error)
+        }
+        if !outcome.1.isEmpty {
+            onChange(Array(outcome.1))
+        }
+        return outcome.0
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(NotesError) -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw convert(error)
+        }
+    }
+
+    /// The one place where driver errors become `NotesError`.
+    func convert(_ error: any Error) -> NotesError {
+        if let error = error as? NotesError { return error }
+        if let error = error as? DatabaseError {
+            switch error.extendedResultCode {
+            case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY:
+                return NotesError(.constraintViolation, "That name is already taken.")
+            case .SQLITE_CONSTRAINT_FOREIGNKEY:
+                return NotesError(.invalidArguments, "The request refers to something that does not exist.")
+            default:
+                break
+            }
+            switch error.resultCode {
+            case .SQLITE_FULL:
+                logger.error("database full", metadata: ["error": "\(error)"])
+                return NotesError(.serviceUnavailable, "The server's disk is full; free space and try again.")
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                return NotesError(.serviceUnavailable, "The database is busy; try again.")
+            default:
+                break
+            }
+        }
+        logger.error("storage fault", metadata: ["error": "\(error)"])
+        return NotesError(.internalError, "The server failed to store or read data; the error is in its log.")
+    }
+}
+
+/// The state of one write transaction.
+///
+/// Only ever used on GRDB's writer queue inside one `write` call, never shared.
+final class WriteContext: @unchecked Sendable {
+    let db: Database
+    let now: Date
+    private(set) var seq: Int64
+    private let startSeq: Int64
+    var notices: Set<ChangeNotice> = []
+
+    init(db: Database) throws {
+        self.db = db
+        self.now = Date()
+        let current = try Int64.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'seq'") ?? 0
+        self.seq = current
+        self.startSeq = current
+    }
+
+    /// The next change sequence number (also used as a change tag).
+    func nextSeq() -> Int64 {
+        seq += 1
+        return seq
+    }
+
+    func finish() throws {
+        if seq != startSeq {
+            try db.execute(sql: "UPDATE counters SET value = ? WHERE name = 'seq'", arguments: [seq])
+        }
+    }
+
+    /// Notes that `zone` changed, for its owner and every accepted participant.
+    func zoneChanged(_ zone: ZoneID) throws {
+        try db.execute(sql: "UPDATE zones SET changed_seq = ? WHERE owner = ? AND name = ?", arguments: [seq, zone.owner, zone.name])
+        notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone))
+        let participants = try String.fetchAll(db, sql: """
+            SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
+            WHERE s.owner = ? AND s.zone = ? AND s.stopped = 0 AND p.status = 'accepted' AND p.account IS NOT NULL AND p.role != 'owner'
+            """, arguments: [zone.owner, zone.name])
+        for account in participants {
+            notices.insert(ChangeNotice(account: account, scope: .shared, zone: zone))
+        }
+    }
+}
+
+extension Date {
+    var storedValue: Double { timeIntervalSince1970 }
+    init(stored value: Double) { self.init(timeIntervalSince1970: value) }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import GRDB
+import NotesModel
+
+/// Reading records and change tags out of rows.
+enum StoredRecord {
+    /// A change tag is the record's change sequence number in base 36: short, opaque
+    /// to clients, and different after every modification.
+    static func changeTag(_ seq: Int64) -> String { String(seq, radix: 36) }
+
+    static func record(from row: Row, zone: ZoneID) -> NotesModel.Record {
+        let parent: String = row["parent"]
+        return NotesModel.Record(
+            recordName: row["record_name"],
+            zone: zone,
+            recordType: RecordType(rawValue: row["record_type"]) ?? .note,
+            name: row["name"],
+            parent: parent.isEmpty ? nil : parent,
+            body: row["body"],
+            bytes: row["bytes"],
+            createdAt: Date(stored: row["created_at"]),
+            modifiedAt: Date(stored: row["modified_at"]),
+            modifiedBy: row["modified_by"],
+            changeTag: changeTag(row["seq"]),
+            shareID: row["share_id"])
+    }
+
+    static func fetch(_ db: Database, _ recordName: String, in zone: ZoneID) throws -> NotesModel.Record? {
+        try Row.fetchOne(db, sql: "SELECT * FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                         arguments: [zone.owner, zone.name, recordName])
+            .map { record(from: $0, zone: zone) }
+    }
+
+    /// The record names below `recordName` (not itself), at any depth.
+    static func descendants(_ db: Database, of recordName: String, in zone: ZoneID) throws -> [String] {
+        try String.fetchAll(db, sql: """
+            WITH RECURSIVE below(record_name) AS (
+                SELECT record_name FROM records WHERE owner = ?1 AND zone = ?2 AND parent = ?3
+                UNION
+                SELECT r.record_name FROM records r JOIN below b ON r.owner = ?1 AND r.zone = ?2 AND r.parent = b.record_name
+            )
+            SELECT record_name FROM below
+            """, arguments: [zone.owner, zone.name, recordName])
+    }
+}

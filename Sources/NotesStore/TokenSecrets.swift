@@ -1,0 +1,39 @@
+import Crypto
+import NotesModel
+
+/// Bearer tokens: `ntk_<id>_<secret>`. The id finds the stored row; the secret (256
+/// random bits) is stored only as SHA-256 and compared in constant time, so neither a
+/// database leak nor response timing reveals a usable token.
+enum TokenSecrets {
+    struct Parts {
+        var id: String
+        var secret: String
+    }
+
+    static func make() -> (token: String, id: String, hash: [UInt8]) {
+        let id = SecureRandom.hex(bytes: 8)
+        let secret = SecureRandom.token(bytes: 32)
+        return ("ntk_\(id)_\(secret)", id, hash(secret))
+    }
+
+    static func parse(_ token: String) -> Parts? {
+        let parts = token.split(separator: "_", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "ntk", parts[1].utf8.count == 16, parts[2].utf8.count == 43 else { return nil }
+        return Parts(id: String(parts[1]), secret: String(parts[2]))
+    }
+
+    static func hash(_ secret: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(secret.utf8)))
+    }
+
+    /// Compares without an early exit, so the time taken does not depend on where
+    /// the first differing byte is.
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices {
+            difference |= a[index] ^ b[index]
+        }
+        return difference == 0
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import NotesModel
+
+/// Where the daemon keeps things, resolved as SPEC section 8 says.
+struct DaemonPaths {
+    let dataDir: String
+    let socket: String
+    let sqlitePath: String
+
+    init(dataDir: String?, socket: String?, database: String?) throws {
+        let env = ProcessInfo.processInfo.environment
+        let home = FileManager.default.homeDirectoryForCurrentUser.path
+        let resolvedData = dataDir ?? env["NOTES_DATA_DIR"]
+            ?? env["XDG_DATA_HOME"].map { "\($0)/notes" } ?? "\(home)/.local/share/notes"
+        self.dataDir = resolvedData
+        self.socket = socket ?? env["NOTES_SOCKET"]
+            ?? env["XDG_RUNTIME_DIR"].map { "\($0)/notes/notesd.sock" } ?? "\(resolvedData)/notesd.sock"
+        switch database {
+        case nil:
+            sqlitePath = "\(resolvedData)/notes.sqlite"
+        case let url? where url.hasPrefix("sqlite:"):
+            sqlitePath = String(url.dropFirst("sqlite:".count))
+        case let url? where url.hasPrefix("postgres://") || url.hasPrefix("postgresql://"):
+            throw NotesError(.invalidArguments, "PostgreSQL support is not built yet; use sqlite:PATH or leave --database out.")
+        case let url?:
+            throw NotesError(.invalidArguments, "--database must be sqlite:PATH or a postgres:// URL, not \(url).")
+        }
+        try FileManager.default.createDirectory(atPath: resolvedData, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+
+    /// Makes the socket's folder and removes a stale socket file; refuses to start
+    /// when another daemon still answers on it.
+    func prepareSocket() throws {
+        let folder = (socket as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        guard FileManager.default.fileExists(atPath: socket) else { return }
+        if SocketProbe.isListening(socket) {
+            throw NotesError(.serviceUnavailable, "Another notesd is already listening on \(socket); stop it first or pass --socket.")
+        }
+        try FileManager.default.removeItem(atPath: socket)
+    }
+}

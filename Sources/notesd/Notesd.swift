@@ -1,0 +1,119 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import NotesModel
+import NotesServer
+import NotesStore
+import ServiceLifecycle
+
+/// `notesd`: the daemon. Wiring only: options, paths, the store, and one
+/// `ServiceGroup` that owns signals and shuts every service down in order.
+@main
+struct Notesd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notesd",
+        abstract: "The notes daemon: record store, sharing, HTTP API and change notifications.",
+        discussion: """
+            With no options it keeps its data in $NOTES_DATA_DIR (else $XDG_DATA_HOME/notes or \
+            ~/.local/share/notes), listens on the Unix socket $NOTES_SOCKET (else \
+            $XDG_RUNTIME_DIR/notes/notesd.sock, else DATA_DIR/notesd.sock), and makes the Unix \
+            user who runs it the admin, with an account of the same name.
+
+            Examples:
+              notesd
+              notesd --data-dir /var/lib/notes --socket /run/notes/notesd.sock --listen 127.0.0.1:8420
+            """)
+
+    @Option(help: "Directory for the database and key material.")
+    var dataDir: String?
+
+    @Option(help: "Path of the Unix socket to listen on.")
+    var socket: String?
+
+    @Option(help: "Also serve HTTP on TCP, as HOST:PORT (clients then need a bearer token).")
+    var listen: String?
+
+    @Option(help: "Database URL: sqlite:PATH (default DATA_DIR/notes.sqlite).")
+    var database: String?
+
+    @Option(help: "Base URL of share links and public pages (default http://HOST:PORT of --listen).")
+    var publicURL: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ValidationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "notesd")
+        let paths = try DaemonPaths(dataDir: dataDir, socket: socket, database: database)
+        let tcp = try listen.map(Self.parseListen)
+        let baseURL = publicURL ?? tcp.map { "http://\($0.host):\($0.port)" } ?? "http://localhost"
+
+        let notifier = ChangeNotifier()
+        let store = try SQLiteStore(path: paths.sqlitePath, logger: Logger(label: "notesd.store"), onChange: { notifier.publish($0) })
+        try await Self.ensureAdmin(store, logger: logger)
+        try paths.prepareSocket()
+
+        let api = NotesAPI(store: store, notifier: notifier, publicURL: baseURL)
+        var services: [any Service] = [
+            UnixSocketServer(application: api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")), path: paths.socket),
+            NotifierService(notifier: notifier),
+        ]
+        if let tcp {
+            services.append(api.application(address: .hostname(tcp.host, port: tcp.port), logger: Logger(label: "notesd.tcp")))
+        }
+        logger.notice("notesd starting", metadata: [
+            "socket": "\(paths.socket)", "database": "\(paths.sqlitePath)", "tcp": "\(listen ?? "off")", "publicURL": "\(baseURL)",
+        ])
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+        logger.notice("notesd stopped")
+    }
+
+    static func parseListen(_ text: String) throws -> (host: String, port: Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port) else {
+            throw ValidationError("--listen must be HOST:PORT, for example 127.0.0.1:8420.")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host.isEmpty ? "127.0.0.1" : host, port)
+    }
+
+    /// The Unix user running the daemon is its admin, with an account of the same name,
+    /// so that a single user needs no set-up at all.
+    static func ensureAdmin(_ store: SQLiteStore, logger: Logger) async throws {
+        let user = ProcessInfo.processInfo.userName
+        if try await store.account(named: user) == nil {
+            _ = try await store.createAccount(name: user, email: nil, isAdmin: true)
+            logger.notice("created the admin account", metadata: ["account": "\(user)"])
+        }
+    }
+}
+
+/// Ends every event stream when shutdown begins (so open streams do not hold the
+/// HTTP servers open), and sends keep-alives meanwhile.
+struct NotifierService: Service {
+    let notifier: ChangeNotifier
+
+    func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(15))
+                    notifier.heartbeat()
+                }
+            }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
+        notifier.close()
+    }
+}

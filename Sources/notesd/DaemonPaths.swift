@@ -10,11 +10,11 @@ struct DaemonPaths {
     init(dataDir: String?, socket: String?, database: String?) throws {
         let env = ProcessInfo.processInfo.environment
         let home = FileManager.default.homeDirectoryForCurrentUser.path
-        let resolvedData = dataDir ?? env["NOTES_DATA_DIR"]
-            ?? env["XDG_DATA_HOME"].map { "\($0)/notes" } ?? "\(home)/.local/share/notes"
+        let resolvedData = dataDir ?? DefaultPaths.dataDir(environment: env, home: home)
         self.dataDir = resolvedData
-        self.socket = socket ?? env["NOTES_SOCKET"]
-            ?? env["XDG_RUNTIME_DIR"].map { "\($0)/notes/notesd.sock" } ?? "\(resolvedData)/notesd.sock"
+        var socketEnvironment = env
+        socketEnvironment["NOTES_DATA_DIR"] = resolvedData
+        self.socket = socket ?? DefaultPaths.socket(environment: socketEnvironment, home: home)
         switch database {
         case nil:
             sqlitePath = "\(resolvedData)/notes.sqlite"

@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import NotesClient
+import NotesModel
+
+/// `notes`: the command-line client of `notesd`.
+@main
+struct Notes: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notes",
+        abstract: "Markdown notes, shared the way CloudKit shares records.",
+        discussion: """
+            Talks to notesd over its Unix socket (--socket, $NOTES_SOCKET, or the default path) \
+            or over TCP (--server, $NOTES_SERVER) with a token (--token, $NOTES_TOKEN).
+
+            Examples:
+              notes whoami
+              echo "# Plan" | notes put plan.md
+              notes cat plan.md
+              notes account create bob --email bob@example.com
+            """,
+        subcommands: [Whoami.self, AccountCommand.self, Put.self, Cat.self, List.self])
+}
+
+/// How to reach the daemon and how to print; shared by every subcommand.
+struct ClientOptions: ParsableArguments {
+    @Option(help: "Unix socket of notesd (default: $NOTES_SOCKET or the daemon's default path).")
+    var socket: String?
+
+    @Option(help: "Base URL of notesd over TCP, e.g. http://127.0.0.1:8420 (default: $NOTES_SERVER).")
+    var server: String?
+
+    @Option(help: "Bearer token (default: $NOTES_TOKEN); needed over TCP.")
+    var token: String?
+
+    @Flag(help: "Print JSON for scripts instead of text.")
+    var json = false
+
+    func client() -> NotesClient {
+        let env = ProcessInfo.processInfo.environment
+        let token = token ?? env["NOTES_TOKEN"]
+        if let server = server ?? env["NOTES_SERVER"] {
+            return NotesClient(endpoint: .http(server), token: token)
+        }
+        let home = FileManager.default.homeDirectoryForCurrentUser.path
+        return NotesClient(endpoint: .unixSocket(socket ?? DefaultPaths.socket(environment: env, home: home)), token: token)
+    }
+
+    /// Prints `value` as JSON with `--json`, else the text.
+    func emit(_ value: some Encodable, text: () -> String) throws {
+        if json {
+            let encoder = NotesJSON.encoder()
+            encoder.outputFormatting.insert(.prettyPrinted)
+            print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        } else {
+            print(text())
+        }
+    }
+}
+
+/// Runs a command body and turns `NotesError` into a sentence on stderr and an exit
+/// status scripts can branch on (sysexits-style).
+func runReporting(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as NotesError {
+        FileHandle.standardError.write(Data("notes: \(error.message)\n".utf8))
+        throw ExitCode(exitStatus(for: error.code))
+    }
+}
+
+func exitStatus(for code: NotesError.Code) -> Int32 {
+    switch code {
+    case .invalidArguments, .changeTokenExpired: 64
+    case .unknownItem, .zoneNotFound: 66
+    case .serviceUnavailable, .requestRateLimited: 69
+    case .notAuthenticated, .permissionFailure: 77
+    case .serverRecordChanged, .batchRequestFailed, .alreadyShared, .constraintViolation, .folderNotEmpty: 75
+    case .limitExceeded: 73
+    case .internalError: 70
+    }
+}

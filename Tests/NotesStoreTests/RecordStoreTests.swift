@@ -1,0 +1,169 @@
+import Foundation
+import NotesModel
+import Testing
+
+/// The record half of the conformance suite: every backend must pass it unchanged.
+@Suite struct RecordStoreTests {
+    @Test(arguments: Backend.allCases)
+    func createUpdateAndStaleTag(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let created = try await f.note("n1", "plan.md", body: "v1")
+        let updated = try await f.save([RecordSave(recordName: "n1", recordType: .note, name: "plan.md", body: "v2", changeTag: created.changeTag)])[0]
+        #expect(updated.changeTag != created.changeTag)
+        #expect(updated.modifiedBy == Fixture.alice)
+
+        // Given a stale tag, when saving, then serverRecordChanged carries the server's record and nothing changes.
+        do {
+            _ = try await f.save([RecordSave(recordName: "n1", recordType: .note, name: "plan.md", body: "lost?", changeTag: created.changeTag)])
+            Issue.record("a stale change tag was accepted")
+        } catch let error as NotesError {
+            #expect(error.code == .serverRecordChanged)
+            #expect(error.serverRecord?.body == "v2")
+            #expect(error.serverRecord?.changeTag == updated.changeTag)
+        }
+        // Creating over an existing record (no tag) is also a conflict, never an overwrite.
+        await f.expectFailure(.serverRecordChanged) { try await f.note("n1", "plan.md", body: "overwrite") }
+        #expect(try await f.all()["n1"]?.body == "v2")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func batchIsAtomic(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await f.note("taken", "taken.md")
+        let saves = (0..<5).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "x") }
+            + [RecordSave(recordName: "dup", recordType: .note, name: "taken.md", body: "clash")]
+        do {
+            _ = try await f.save(saves)
+            Issue.record("a batch with a name clash was applied")
+        } catch let error as NotesError {
+            #expect(error.code == .constraintViolation)
+            #expect(error.itemErrors.count == 6)
+            #expect(error.itemErrors.filter { $0.code == .batchRequestFailed }.count == 5)
+            #expect(error.itemErrors.first { $0.recordName == "dup" }?.code == .constraintViolation)
+        }
+        #expect(try await f.all().keys.sorted() == ["taken"])
+
+        let full = (0..<Limits.maxBatchItems).map { RecordSave(recordName: "b\($0)", recordType: .note, name: "b\($0).md", body: "x") }
+        #expect(try await f.save(full).count == 400)
+        let tooMany = (0...Limits.maxBatchItems).map { RecordSave(recordName: "c\($0)", recordType: .note, name: "c\($0).md", body: "x") }
+        await f.expectFailure(.limitExceeded) { try await f.save(tooMany) }
+        #expect(try await f.all().count == 401)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func badInputChangesNothing(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await f.folder("f", "Folder")
+        try await f.folder("g", "Inner", parent: "f")
+        let before = try await f.all()
+        for name in ["a/b", "..", "a\u{0}b", String(repeating: "n", count: 10_000), ""] {
+            await f.expectFailure(.invalidArguments) { try await f.note("x", name) }
+            await f.expectFailure(.invalidArguments) { try await f.note(name, "ok.md") }
+        }
+        await f.expectFailure(.limitExceeded) { try await f.note("big", "big.md", body: String(repeating: "a", count: Limits.maxBodyBytes + 1)) }
+        // A parent in another zone does not exist in this one.
+        _ = try await f.store.createZone(ZoneID(owner: Fixture.alice, name: "Work"), actor: Fixture.alice)
+        try await f.folder("w", "W", in: ZoneID(owner: Fixture.alice, name: "Work"))
+        await f.expectFailure(.unknownItem) { try await f.note("x", "x.md", parent: "w") }
+        // A folder cannot move into its own descendant, nor a note hold records.
+        let folder = try #require(before["f"])
+        await f.expectFailure(.invalidArguments) {
+            try await f.save([RecordSave(recordName: "f", recordType: .folder, name: "Folder", parent: "g", changeTag: folder.changeTag)])
+        }
+        try await f.note("n", "n.md")
+        await f.expectFailure(.invalidArguments) { try await f.note("y", "y.md", parent: "n") }
+        // A non-empty folder cannot be deleted alone; with its content it can.
+        await f.expectFailure(.folderNotEmpty) {
+            _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "f")]), actor: Fixture.alice)
+        }
+        let after = try await f.all()
+        #expect(after["f"] == before["f"] && after["g"] == before["g"])
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "f"), RecordDelete(recordName: "g")]), actor: Fixture.alice)
+        #expect(try await f.all().keys.sorted() == ["n"])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func changesArePagedWithTombstones(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await f.save((0..<25).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "\($0)") })
+        var page = try await f.store.zoneChanges(f.aliceZone, since: nil, limit: 10, actor: Fixture.alice)
+        #expect(page.records.count == 10 && page.moreComing)
+        var seen = page.records.count
+        while page.moreComing {
+            page = try await f.store.zoneChanges(f.aliceZone, since: page.changeToken, limit: 10, actor: Fixture.alice)
+            seen += page.records.count
+        }
+        #expect(seen == 25)
+        let token = page.changeToken
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "r3")]), actor: Fixture.alice)
+        try await f.note("new", "new.md")
+        let delta = try await f.store.zoneChanges(f.aliceZone, since: token, limit: 10, actor: Fixture.alice)
+        #expect(delta.deleted == ["r3"])
+        #expect(delta.records.map(\.recordName) == ["new"])
+        #expect(!delta.moreComing)
+        let nothing = try await f.store.zoneChanges(f.aliceZone, since: delta.changeToken, limit: 10, actor: Fixture.alice)
+        #expect(nothing.records.isEmpty && nothing.deleted.isEmpty)
+
+        // A zone deleted and created again expires old tokens.
+        let work = ZoneID(owner: Fixture.alice, name: "Work")
+        _ = try await f.store.createZone(work, actor: Fixture.alice)
+        let workToken = try await f.store.zoneChanges(work, since: nil, limit: 10, actor: Fixture.alice).changeToken
+        try await f.store.deleteZone(work, actor: Fixture.alice)
+        _ = try await f.store.createZone(work, actor: Fixture.alice)
+        await f.expectFailure(.changeTokenExpired) { _ = try await f.store.zoneChanges(work, since: workToken, limit: 10, actor: Fixture.alice) }
+        await f.expectFailure(.invalidArguments) { _ = try await f.store.zoneChanges(work, since: "forged", limit: 10, actor: Fixture.alice) }
+
+        let database = try await f.store.databaseChanges(scope: .private, since: nil, actor: Fixture.alice)
+        #expect(Set(database.changedZones.map(\.name)) == [ZoneID.defaultZoneName, "Work"])
+        let later = try await f.store.databaseChanges(scope: .private, since: database.changeToken, actor: Fixture.alice)
+        #expect(later.changedZones.isEmpty)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func everySaveKeepsAVersion(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        var record = try await f.note("n", "n.md", body: "one")
+        for body in ["two", "three"] {
+            record = try await f.save([RecordSave(recordName: "n", recordType: .note, name: "n.md", body: body, changeTag: record.changeTag)])[0]
+        }
+        let versions = try await f.store.versions(of: "n", in: f.aliceZone, actor: Fixture.alice)
+        #expect(versions.map(\.body) == ["three", "two", "one"])
+        #expect(versions.first?.changeTag == record.changeTag)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.versions(of: "missing", in: f.aliceZone, actor: Fixture.alice) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func tokensAreCheckedAndExpire(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let token = try await f.store.issueToken(for: Fixture.bob, lifetime: nil)
+        #expect(try await f.store.authenticate(token: token)?.name == Fixture.bob)
+        var forged = Array(token)
+        forged[forged.count - 1] = forged.last == "A" ? "B" : "A"
+        #expect(try await f.store.authenticate(token: String(forged)) == nil)
+        #expect(try await f.store.authenticate(token: "ntk_0000000000000000_" + String(repeating: "A", count: 43)) == nil)
+        #expect(try await f.store.authenticate(token: "garbage") == nil)
+        let shortLived = try await f.store.issueToken(for: Fixture.bob, lifetime: 0.2)
+        #expect(try await f.store.authenticate(token: shortLived)?.name == Fixture.bob)
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(try await f.store.authenticate(token: shortLived) == nil)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.issueToken(for: "nobody", lifetime: nil) }
+        await f.expectFailure(.constraintViolation) { _ = try await f.store.createAccount(name: Fixture.bob, email: nil, isAdmin: false) }
+        await f.expectFailure(.invalidArguments) { _ = try await f.store.createAccount(name: "../etc", email: nil, isAdmin: false) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func othersCannotTouchMyZone(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await f.note("n", "secret.md")
+        await f.expectFailure(.permissionFailure) { _ = try await f.all(as: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) { try await f.note("x", "x.md", as: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) { _ = try await f.store.records(["n"], in: f.aliceZone, actor: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) {
+            _ = try await f.store.zoneChanges(ZoneID(owner: Fixture.alice, name: "nope"), since: nil, limit: 5, actor: Fixture.bob)
+        }
+        await f.expectFailure(.zoneNotFound) {
+            _ = try await f.store.zoneChanges(ZoneID(owner: Fixture.alice, name: "nope"), since: nil, limit: 5, actor: Fixture.alice)
+        }
+        await f.expectFailure(.permissionFailure) { _ = try await f.store.createZone(ZoneID(owner: Fixture.alice, name: "Mine"), actor: Fixture.bob) }
+    }
+}

@@ -41,7 +41,10 @@ struct RecordWriter {
         let existing = try StoredRecord.fetch(db, save.recordName, in: zone)
         var parentShare = access.zoneWideShare
         if let parentName = save.parent {
-            guard let parent = try StoredRecord.fetch(db, parentName, in: zone), access.canRead(shareID: parent.shareID) else {
+            // A participant may not see the parent of a share's root; keeping the parent a
+            // record already has needs no access to it, choosing a new one does.
+            let keepsParent = existing?.parent == parentName
+            guard let parent = try StoredRecord.fetch(db, parentName, in: zone), keepsParent || access.canRead(shareID: parent.shareID) else {
                 throw NotesError(.unknownItem, "The parent folder \(parentName) of “\(save.name)” does not exist in this zone.")
             }
             guard parent.recordType == .folder else {

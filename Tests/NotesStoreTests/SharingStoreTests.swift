@@ -1,0 +1,224 @@
+import Foundation
+import NotesModel
+import Testing
+
+/// The sharing half of the conformance suite: CloudKit's rules, decided by the store.
+@Suite struct SharingStoreTests {
+    /// alice: Work/ (folder) holding plan.md and Specs/api.md; inbox.md outside.
+    static func tree(_ f: Fixture) async throws {
+        try await f.folder("work", "Work")
+        try await f.note("plan", "plan.md", body: "the plan", parent: "work")
+        try await f.folder("specs", "Specs", parent: "work")
+        try await f.note("api", "api.md", body: "the api", parent: "specs")
+        try await f.note("inbox", "inbox.md", body: "private")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func readOnlyParticipantSeesButCannotWrite(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "work", participants: [Invitee(name: Fixture.bob, permission: .readOnly)]), actor: Fixture.alice)
+        #expect(share.participants.map(\.status) == [.accepted, .pending])
+
+        // Before accepting, bob sees an invitation and no records.
+        #expect(try await f.store.invitations(actor: Fixture.bob).map(\.id) == [share.id])
+        await f.expectFailure(.permissionFailure) { _ = try await f.all(as: Fixture.bob) }
+        #expect(try await f.store.zones(scope: .shared, actor: Fixture.bob).isEmpty)
+
+        _ = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.bob)
+        await f.expectFailure(.constraintViolation) { _ = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.bob) }
+        #expect(try await f.store.zones(scope: .shared, actor: Fixture.bob).map(\.id) == [f.aliceZone])
+        let visible = try await f.all(as: Fixture.bob)
+        #expect(Set(visible.keys) == ["work", "plan", "specs", "api"])
+        #expect(visible["plan"]?.body == "the plan")
+        #expect(try await f.store.records(["inbox", "plan"], in: f.aliceZone, actor: Fixture.bob).map(\.recordName) == ["plan"])
+
+        // Every write fails with permissionFailure and changes nothing.
+        let plan = try #require(visible["plan"])
+        let before = try await f.all()
+        await f.expectFailure(.permissionFailure) {
+            try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "work", body: "bob was here", changeTag: plan.changeTag)], as: Fixture.bob)
+        }
+        await f.expectFailure(.permissionFailure) { try await f.note("new", "new.md", parent: "work", as: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) {
+            _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "api")]), actor: Fixture.bob)
+        }
+        await f.expectFailure(.permissionFailure) {
+            try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "renamed.md", parent: "work", body: "the plan", changeTag: plan.changeTag)], as: Fixture.bob)
+        }
+        await f.expectFailure(.permissionFailure) { _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPermission: .readWrite), actor: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) { _ = try await f.store.addParticipants(shareID: share.id, [Invitee(name: Fixture.carol, permission: .readWrite)], actor: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) { try await f.store.stopShare(id: share.id, actor: Fixture.bob) }
+        #expect(try await f.all() == before)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func readWriteParticipantWorksInsideTheShareOnly(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.shareWithBob("work", permission: .readWrite)
+        let plan = try #require(try await f.all(as: Fixture.bob)["plan"])
+        let edited = try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "work", body: "bob's edit", changeTag: plan.changeTag)], as: Fixture.bob)[0]
+        #expect(edited.modifiedBy == Fixture.bob)
+        #expect(try await f.all()["plan"]?.body == "bob's edit")
+        #expect(try await f.store.versions(of: "plan", in: f.aliceZone, actor: Fixture.alice).first?.modifiedBy == Fixture.bob)
+
+        let created = try await f.note("bobs", "bob.md", body: "new", parent: "specs", as: Fixture.bob)
+        #expect(created.shareID == share.id)
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "api")]), actor: Fixture.bob)
+
+        // Never the root, never outside the share, never the share itself.
+        await f.expectFailure(.permissionFailure) {
+            _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "work")]), actor: Fixture.bob)
+        }
+        await f.expectFailure(.permissionFailure) { try await f.note("root", "root.md", as: Fixture.bob) }
+        let bobs = try #require(try await f.all(as: Fixture.bob)["bobs"])
+        await f.expectFailure(.permissionFailure) {
+            try await f.save([RecordSave(recordName: "bobs", recordType: .note, name: "bob.md", parent: nil, body: "new", changeTag: bobs.changeTag)], as: Fixture.bob)
+        }
+        await f.expectFailure(.unknownItem) {
+            _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "inbox")]), actor: Fixture.bob)
+        }
+        await f.expectFailure(.permissionFailure) { try await f.store.stopShare(id: share.id, actor: Fixture.bob) }
+        #expect(try await f.all()["inbox"]?.body == "private")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func removedParticipantLosesAccessAtOnce(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.shareWithBob("work", permission: .readWrite)
+        let dbToken = try await f.store.databaseChanges(scope: .shared, since: nil, actor: Fixture.bob).changeToken
+        _ = try await f.store.removeParticipant(shareID: share.id, name: Fixture.bob, actor: Fixture.alice)
+        await f.expectFailure(.permissionFailure) { _ = try await f.all(as: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) { try await f.note("again", "again.md", parent: "work", as: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) { _ = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.bob) }
+        let changes = try await f.store.databaseChanges(scope: .shared, since: dbToken, actor: Fixture.bob)
+        #expect(changes.deletedZones == [f.aliceZone])
+        #expect(try await f.store.zones(scope: .shared, actor: Fixture.bob).isEmpty)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.share(id: share.id, actor: Fixture.bob) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func alreadySharedAndNesting(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "specs"), actor: Fixture.alice)
+        await f.expectFailure(.alreadyShared) { _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "api"), actor: Fixture.alice) }
+        await f.expectFailure(.alreadyShared) { _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "work"), actor: Fixture.alice) }
+        await f.expectFailure(.alreadyShared) { _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: nil), actor: Fixture.alice) }
+        await f.expectFailure(.alreadyShared) { _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "specs"), actor: Fixture.alice) }
+        await f.expectFailure(.permissionFailure) { _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "inbox"), actor: Fixture.bob) }
+        await f.expectFailure(.unknownItem) { _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "missing"), actor: Fixture.alice) }
+        // Moving a shared folder under another share would nest shares.
+        let other = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "inbox"), actor: Fixture.alice)
+        #expect(other.id != share.id)
+        try await f.folder("box", "Box")
+        _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "box"), actor: Fixture.alice)
+        let specs = try #require(try await f.all()["specs"])
+        await f.expectFailure(.alreadyShared) {
+            try await f.save([RecordSave(recordName: "specs", recordType: .folder, name: "Specs", parent: "box", changeTag: specs.changeTag)])
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func movesInAndOutOfAShareReachParticipants(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        _ = try await f.shareWithBob("specs", permission: .readOnly)
+        var token = try await f.store.zoneChanges(f.aliceZone, since: nil, limit: 100, actor: Fixture.bob).changeToken
+        // The owner moves api.md out of the shared folder: bob's next fetch drops it.
+        let api = try #require(try await f.all()["api"])
+        try await f.save([RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "work", body: "the api", changeTag: api.changeTag)])
+        var delta = try await f.store.zoneChanges(f.aliceZone, since: token, limit: 100, actor: Fixture.bob)
+        #expect(delta.deleted == ["api"])
+        token = delta.changeToken
+        // And back in: bob's next fetch has it again.
+        let moved = try #require(try await f.all()["api"])
+        try await f.save([RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "specs", body: "the api", changeTag: moved.changeTag)])
+        delta = try await f.store.zoneChanges(f.aliceZone, since: token, limit: 100, actor: Fixture.bob)
+        #expect(delta.records.map(\.recordName) == ["api"])
+        #expect(delta.deleted.isEmpty)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func zoneWideShareCoversLaterRecords(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let work = ZoneID(owner: Fixture.alice, name: "Work")
+        _ = try await f.store.createZone(work, actor: Fixture.alice)
+        try await f.note("a", "a.md", in: work)
+        let share = try await f.shareWithBob(nil, permission: .readWrite, zone: work)
+        #expect(share.isZoneWide)
+        try await f.note("b", "b.md", in: work)
+        #expect(Set(try await f.all(work, as: Fixture.bob).keys) == ["a", "b"])
+        try await f.note("c", "c.md", in: work, as: Fixture.bob)
+        #expect(try await f.all(work)["c"]?.modifiedBy == Fixture.bob)
+        // Bob leaves; the share goes on for the owner, and bob sees nothing.
+        try await f.store.leaveShare(id: share.id, actor: Fixture.bob)
+        await f.expectFailure(.permissionFailure) { _ = try await f.all(work, as: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) { try await f.store.leaveShare(id: share.id, actor: Fixture.alice) }
+        #expect(try await f.store.share(id: share.id, actor: Fixture.alice).participants.first { $0.name == Fixture.bob }?.status == .removed)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func stoppingAndDeletingTheRootEndTheShare(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.shareWithBob("plan", permission: .readWrite)
+        // A read-write participant edits the root note (whose parent he cannot see).
+        let plan = try #require(try await f.all(as: Fixture.bob)["plan"])
+        try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: plan.parent, body: "edited by bob", changeTag: plan.changeTag)], as: Fixture.bob)
+        #expect(try await f.all()["plan"]?.body == "edited by bob")
+        try await f.store.stopShare(id: share.id, actor: Fixture.alice)
+        await f.expectFailure(.permissionFailure) { _ = try await f.all(as: Fixture.bob) }
+        #expect(try await f.all()["plan"]?.shareID == nil)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.carol) }
+
+        let again = try await f.shareWithBob("plan", permission: .readWrite)
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "plan")]), actor: Fixture.alice)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.share(id: again.id, actor: Fixture.alice) }
+        await f.expectFailure(.permissionFailure) { _ = try await f.all(as: Fixture.bob) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func publicLinksAndEmailInvitations(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "plan"), actor: Fixture.alice)
+        await f.expectFailure(.permissionFailure) { _ = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.carol) }
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPermission: .readOnly), actor: Fixture.alice)
+        let accepted = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.carol)
+        #expect(accepted.participant(named: Fixture.carol)?.role == .publicUser)
+        #expect(try await f.all(as: Fixture.carol)["plan"]?.body == "the plan")
+        await f.expectFailure(.permissionFailure) {
+            try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "work", body: "x", changeTag: "1")], as: Fixture.carol)
+        }
+        // Turning the link off shuts public users out; rotating the URL revokes it.
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPermission: PublicPermission.none), actor: Fixture.alice)
+        await f.expectFailure(.permissionFailure) { _ = try await f.all(as: Fixture.carol) }
+        let rotated = try await f.store.updateShare(id: share.id, ShareUpdate(publicPermission: .readOnly, rotateURL: true), actor: Fixture.alice)
+        #expect(rotated.urlToken != share.urlToken)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.carol) }
+        await f.expectFailure(.unknownItem) { _ = try await f.store.acceptShare(urlToken: "no-such-token", actor: Fixture.carol) }
+
+        // An email with no account stays pending and resolves when the account appears.
+        _ = try await f.store.addParticipants(shareID: share.id, [Invitee(email: "dave@example.com", permission: .readWrite)], actor: Fixture.alice)
+        _ = try await f.store.createAccount(name: "dave", email: "dave@example.com", isAdmin: false)
+        #expect(try await f.store.invitations(actor: "dave").map(\.id) == [share.id])
+        _ = try await f.store.acceptShare(urlToken: rotated.urlToken, actor: "dave")
+        #expect(try await f.all(as: "dave")["plan"] != nil)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.addParticipants(shareID: share.id, [Invitee(name: "nobody", permission: .readOnly)], actor: Fixture.alice) }
+        await f.expectFailure(.invalidArguments) { _ = try await f.store.acceptShare(urlToken: rotated.urlToken, actor: Fixture.alice) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func participantLimit(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await f.note("n", "n.md")
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "n"), actor: Fixture.alice)
+        let emails = (0..<(Limits.maxParticipants - 1)).map { Invitee(email: "p\($0)@example.com", permission: .readOnly) }
+        let full = try await f.store.addParticipants(shareID: share.id, emails, actor: Fixture.alice)
+        #expect(full.participants.count == Limits.maxParticipants)
+        await f.expectFailure(.limitExceeded) { _ = try await f.store.addParticipants(shareID: share.id, [Invitee(name: Fixture.bob, permission: .readOnly)], actor: Fixture.alice) }
+    }
+}

@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
-import NotesModel
+public import NotesModel
 
 /// A client of `notesd`'s HTTP API, over its Unix socket or TCP.
 ///
@@ -86,5 +86,24 @@ public struct NotesClient: Sendable {
 
     func get<Response: Decodable>(_ path: String, as type: Response.Type) async throws(NotesError) -> Response {
         try await call(.GET, path, body: Optional<API.Done>.none, as: type)
+    }
+}
+
+extension NotesClient {
+    /// An HTTP exchange with a raw body, for tools that test the API itself (fuzzers,
+    /// malformed-input tests). Returns the status and body whatever the status is.
+    public func raw(_ method: String, _ path: String, body: [UInt8]?) async throws(NotesError) -> (status: Int, body: [UInt8]) {
+        do {
+            var request = request(HTTPMethod(rawValue: method), path, body: nil)
+            if let body {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(bytes: body))
+            }
+            let response = try await HTTPClient.shared.execute(request, timeout: timeout)
+            let buffer = try await response.body.collect(upTo: Limits.maxRequestBytes * 2)
+            return (Int(response.status.code), Array(buffer.readableBytesView))
+        } catch {
+            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint): \(error)")
+        }
     }
 }

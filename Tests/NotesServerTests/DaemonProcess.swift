@@ -1,0 +1,109 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+import NotesClient
+import NotesModel
+import Testing
+
+/// A real `notesd` process on a real Unix socket (and optionally TCP), in its own
+/// temporary data directory.
+final class DaemonProcess: @unchecked Sendable {
+    let dataDir: String
+    let socket: String
+    let port: Int?
+    private(set) var process: Process
+    let logPath: String
+
+    /// The built `notesd`: `$NOTESD_BINARY`, else next to the test bundle, else the
+    /// package's `.build/debug`.
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["NOTESD_BINARY"] { return path }
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notesd").path
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/notesd").path
+    }
+
+    /// Starts a daemon and waits until it answers on its socket.
+    init(tcp: Bool = false, dataDir: String? = nil) async throws {
+        // Unix socket paths are limited to 108 bytes: keep the folder short.
+        self.dataDir = dataDir ?? "/tmp/nt-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: self.dataDir, withIntermediateDirectories: true)
+        socket = "\(self.dataDir)/notesd.sock"
+        port = tcp ? Int.random(in: 20_000...60_000) : nil
+        logPath = "\(self.dataDir)/notesd.log"
+        process = Process()
+        try start()
+    }
+
+    private func start() throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        var arguments = ["--data-dir", dataDir, "--socket", socket, "--log-level", "debug"]
+        if let port { arguments += ["--listen", "127.0.0.1:\(port)"] }
+        process.arguments = arguments
+        if !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+    }
+
+    func waitUntilReady() async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if (try? await client().whoami()) != nil { return }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        throw NotesError(.serviceUnavailable, "notesd did not come up; its log:\n\(log)")
+    }
+
+    static func started(tcp: Bool = false) async throws -> DaemonProcess {
+        let daemon = try await DaemonProcess(tcp: tcp)
+        try await daemon.waitUntilReady()
+        return daemon
+    }
+
+    /// A client on the socket, as the Unix user running the tests or with a token.
+    func client(token: String? = nil) -> NotesClient {
+        NotesClient(endpoint: .unixSocket(socket), token: token, timeoutSeconds: 30)
+    }
+
+    func tcpClient(token: String? = nil) -> NotesClient {
+        NotesClient(endpoint: .http("http://127.0.0.1:\(port ?? 0)"), token: token, timeoutSeconds: 30)
+    }
+
+    /// Creates an account through the API and returns a client acting as it.
+    func account(_ name: String, email: String? = nil) async throws -> NotesClient {
+        let issued = try await client().createAccount(name: name, email: email)
+        return client(token: issued.token)
+    }
+
+    /// Sends `signal` and waits for the process to exit; returns its exit status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) async throws -> Int32 {
+        kill(process.processIdentifier, signal)
+        let deadline = ContinuousClock.now + .seconds(15)
+        while process.isRunning && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(!process.isRunning, "notesd did not exit after signal \(signal)")
+        return process.terminationStatus
+    }
+
+    func restart() async throws {
+        try start()
+        try await waitUntilReady()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: dataDir)
+    }
+}

@@ -1,0 +1,179 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+import NotesClient
+import NotesModel
+import Testing
+
+/// The daemon as users and scripts meet it: a real process, its real socket, real
+/// SQLite files, signals.
+@Suite(.serialized) struct DaemonTests {
+    static func expectFailure(_ code: NotesError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("expected \(code), but it succeeded", sourceLocation: sourceLocation)
+        } catch let error as NotesError {
+            #expect(error.code == code, "\(error.message)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func peerCredentialsAndTokens() async throws {
+        let daemon = try await DaemonProcess.started()
+        // On the socket, with no token, the caller is its Unix user, who is the admin.
+        let me = try await daemon.client().whoami()
+        #expect(me.name == ProcessInfo.processInfo.userName)
+        #expect(me.isAdmin)
+        let alice = try await daemon.account("alice")
+        #expect(try await alice.whoami().name == "alice")
+        // Not admin: cannot create accounts.
+        await Self.expectFailure(.permissionFailure) { _ = try await alice.createAccount(name: "mallory") }
+        // Forged and expired tokens.
+        await Self.expectFailure(.notAuthenticated) { _ = try await daemon.client(token: "ntk_0123456789abcdef_" + String(repeating: "x", count: 43)).whoami() }
+        await Self.expectFailure(.notAuthenticated) { _ = try await daemon.client(token: "not-a-token").whoami() }
+        let shortLived = try await daemon.client().issueToken(for: "alice", expiresIn: 0.3)
+        #expect(try await daemon.client(token: shortLived.token).whoami().name == "alice")
+        try await Task.sleep(for: .milliseconds(500))
+        await Self.expectFailure(.notAuthenticated) { _ = try await daemon.client(token: shortLived.token).whoami() }
+    }
+
+    @Test func tcpNeedsAToken() async throws {
+        let daemon = try await DaemonProcess.started(tcp: true)
+        let issued = try await daemon.client().createAccount(name: "bob")
+        await Self.expectFailure(.notAuthenticated) { _ = try await daemon.tcpClient().whoami() }
+        let unauthenticated = try await daemon.tcpClient().raw("GET", "/v1/whoami", body: nil)
+        #expect(unauthenticated.status == 401)
+        #expect(try await daemon.tcpClient(token: issued.token).whoami().name == "bob")
+    }
+
+    @Test func malformedRequestsGetClearErrorsAndChangeNothing() async throws {
+        let daemon = try await DaemonProcess.started()
+        let client = daemon.client()
+        let me = try await client.whoami().name
+        let zone = ZoneID(owner: me, name: ZoneID.defaultZoneName)
+        _ = try await client.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "n", recordType: .note, name: "keep.md", body: "kept")]))
+        let zoneJSON = #"{"owner":"\#(me)","name":"_defaultZone"}"#
+        let cases: [(String, Int, NotesError.Code)] = [
+            (#"{"zone":"#, 400, .invalidArguments),
+            ("not json at all", 400, .invalidArguments),
+            (#"{"zone":\#(zoneJSON),"saves":[{"recordName":"n","recordType":"poem","name":"x"}]}"#, 400, .invalidArguments),
+            (#"{"zone":\#(zoneJSON),"saves":[{"recordName":"n","recordType":"note","name":"../x","body":"evil"}]}"#, 400, .invalidArguments),
+            (#"{"zone":\#(zoneJSON),"saves":[{"recordName":"n","recordType":"note","name":"keep.md","body":"stale","changeTag":"zz"}]}"#, 409, .serverRecordChanged),
+            (#"{"zone":{"owner":"nobody","name":"x"},"deletes":[{"recordName":"n"}]}"#, 403, .permissionFailure),
+        ]
+        for (body, status, code) in cases {
+            let answer = try await client.raw("POST", "/v1/records/modify", body: Array(body.utf8))
+            #expect(answer.status == status, "\(body)")
+            let error = try NotesJSON.decoder().decode(NotesJSON.ErrorBody.self, from: Data(answer.body))
+            #expect(error.error.code == code, "\(body)")
+            #expect(!error.error.message.isEmpty)
+        }
+        // 401 saves, and a body over 16 MiB.
+        let tooMany = ModifyRequest(zone: zone, saves: (0...400).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "") })
+        await Self.expectFailure(.limitExceeded) { _ = try await client.modify(tooMany) }
+        let huge = ModifyRequest(zone: zone, saves: [RecordSave(recordName: "big", recordType: .note, name: "big.md", body: String(repeating: "a", count: Limits.maxBodyBytes + 1))])
+        let hugeAnswer = try await client.raw("POST", "/v1/records/modify", body: Array(try NotesJSON.encoder().encode(huge)))
+        #expect(hugeAnswer.status == 413)
+        let overRequest = try await client.raw("POST", "/v1/records/modify", body: [UInt8](repeating: 0x20, count: Limits.maxRequestBytes + 10))
+        #expect(overRequest.status == 413)
+        let unknownRoute = try await client.raw("GET", "/v1/nothing-here", body: nil)
+        #expect(unknownRoute.status == 404)
+        await Self.expectFailure(.unknownItem) { _ = try await client.accept(url: "http://localhost/s/forged-token#Plan") }
+        await Self.expectFailure(.unknownItem) { _ = try await client.accept(url: "http://localhost/s/../../etc/passwd") }
+        // Nothing above changed the note.
+        let records = try await client.records(["n", "big", "r0"], in: zone)
+        #expect(records.map(\.body) == ["kept"])
+    }
+
+    @Test func readOnlyParticipantGets403OverTheAPI() async throws {
+        let daemon = try await DaemonProcess.started()
+        let alice = try await daemon.account("alice")
+        let bob = try await daemon.account("bob")
+        let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
+        _ = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "alice's")]))
+        let share = try await alice.createShare(NewShare(zone: zone, rootRecordName: "plan", participants: [Invitee(name: "bob", permission: .readOnly)]))
+        // Sharing changes the record (it now names its share), so its tag moved on.
+        let saved = try #require(try await alice.records(["plan"], in: zone).first)
+        #expect(saved.shareID == share.id)
+        #expect(share.url?.contains("/s/\(share.urlToken)#plan.md") == true)
+        #expect(try await bob.invitations().map(\.id) == [share.id])
+        _ = try await bob.accept(url: try #require(share.url))
+        #expect(try await bob.records(["plan"], in: zone).first?.body == "alice's")
+        let write = ModifyRequest(zone: zone, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "bob's", changeTag: saved.changeTag)])
+        let answer = try await bob.raw("POST", "/v1/records/modify", body: Array(try NotesJSON.encoder().encode(write)))
+        #expect(answer.status == 403)
+        await Self.expectFailure(.permissionFailure) { _ = try await bob.modify(ModifyRequest(zone: zone, deletes: [RecordDelete(recordName: "plan")])) }
+        await Self.expectFailure(.permissionFailure) { _ = try await bob.updateShare(id: share.id, ShareUpdate(publicPermission: .readWrite)) }
+        // Alice makes bob read-write; his write goes through and history names him.
+        _ = try await alice.addParticipants(shareID: share.id, [Invitee(name: "bob", permission: .readWrite)])
+        _ = try await bob.modify(write)
+        #expect(try await alice.versions(of: "plan", in: zone).first?.modifiedBy == "bob")
+        // Removed, he is out at once.
+        _ = try await alice.removeParticipant(shareID: share.id, name: "bob")
+        await Self.expectFailure(.permissionFailure) { _ = try await bob.records(["plan"], in: zone) }
+    }
+
+    @Test func secondClientIsNotifiedWithinASecond() async throws {
+        let daemon = try await DaemonProcess.started()
+        let alice = try await daemon.account("alice")
+        let bob = try await daemon.account("bob")
+        let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
+        _ = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "v1")]))
+        let share = try await alice.createShare(NewShare(zone: zone, rootRecordName: "plan", participants: [Invitee(name: "bob", permission: .readWrite)]))
+        let plan = try #require(try await alice.records(["plan"], in: zone).first)
+        _ = try await bob.accept(url: share.urlToken)
+
+        var events = bob.events().makeAsyncIterator()
+        #expect(try await events.next() == .ready)
+        let start = ContinuousClock.now
+        _ = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "v2", changeTag: plan.changeTag)]))
+        let event = try await events.next()
+        let elapsed = ContinuousClock.now - start
+        #expect(event == .change(ChangeNotice(account: "bob", scope: .shared, zone: zone)))
+        #expect(elapsed < .seconds(1), "notified after \(elapsed)")
+        // Acting on the hint, bob fetches the change.
+        #expect(try await bob.records(["plan"], in: zone).first?.body == "v2")
+    }
+
+    @Test func acknowledgedWritesSurviveKillNine() async throws {
+        let daemon = try await DaemonProcess.started()
+        let client = daemon.client()
+        let me = try await client.whoami().name
+        let zone = ZoneID(owner: me, name: ZoneID.defaultZoneName)
+        for index in 0..<20 {
+            _ = try await client.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "n\(index)", recordType: .note, name: "\(index).md", body: "note \(index)")]))
+        }
+        try await daemon.stop(signal: SIGKILL)
+        try await daemon.restart()
+        let records = try await client.records((0..<20).map { "n\($0)" }, in: zone)
+        #expect(records.count == 20)
+
+        // A 400-record batch cut by kill -9 leaves all of it or none of it.
+        for round in 0..<3 {
+            let batch = ModifyRequest(zone: zone, saves: (0..<400).map {
+                RecordSave(recordName: "b\(round)-\($0)", recordType: .note, name: "b\(round)-\($0).md", body: String(repeating: "x", count: 2_000))
+            })
+            let upload = Task { try? await client.modify(batch) }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 5...60)))
+            try await daemon.stop(signal: SIGKILL)
+            _ = await upload.value
+            try await daemon.restart()
+            let landed = try await client.records(batch.saves.map(\.recordName), in: zone).count
+            #expect(landed == 0 || landed == 400, "round \(round): \(landed) of 400 records landed")
+        }
+    }
+
+    @Test func sigtermShutsDownCleanlyWithOpenStreams() async throws {
+        let daemon = try await DaemonProcess.started()
+        let client = daemon.client()
+        var events = client.events().makeAsyncIterator()
+        #expect(try await events.next() == .ready)
+        let status = try await daemon.stop(signal: SIGTERM)
+        #expect(status == 0)
+        #expect(!FileManager.default.fileExists(atPath: daemon.socket))
+        let log = try String(contentsOfFile: daemon.logPath, encoding: .utf8)
+        #expect(log.contains("notesd stopped"))
+    }
+}

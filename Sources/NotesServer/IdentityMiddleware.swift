@@ -1,5 +1,10 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
 import Hummingbird
 import NIOCore
+import Synchronization
 import NotesModel
 
 /// Decides who the caller is, before any route runs.
@@ -10,6 +15,9 @@ import NotesModel
 struct IdentityMiddleware: RouterMiddleware {
     typealias Context = NotesRequestContext
     let store: any RecordStore
+    /// Unix users already resolved to accounts: saves a password-database lookup and
+    /// a store read on every request of a busy client.
+    let peers = PeerAccountCache()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -29,6 +37,13 @@ struct IdentityMiddleware: RouterMiddleware {
         guard let uid = await PeerCredentials.uid(of: channel) else {
             throw NotesError(.notAuthenticated, "Connections over TCP need a token: pass --token or set NOTES_TOKEN.")
         }
+        if let known = peers.identity(of: uid) { return known }
+        let identity = try await identifyPeer(uid)
+        peers.remember(identity, for: uid)
+        return identity
+    }
+
+    func identifyPeer(_ uid: uid_t) async throws(NotesError) -> Identity {
         guard let user = PeerCredentials.userName(of: uid) else {
             throw NotesError(.notAuthenticated, "Unix user ID \(uid) has no name on this machine; use a token instead.")
         }
@@ -37,5 +52,28 @@ struct IdentityMiddleware: RouterMiddleware {
             throw NotesError(.notAuthenticated, "There is no account for the Unix user \(user); ask the admin to run `notes account create \(user)`.")
         }
         return Identity(account: account, isAdmin: uid == 0 || account?.isAdmin == true)
+    }
+}
+
+/// Resolved peer identities by Unix user ID, each kept for 30 seconds: long enough to
+/// spare a busy client's requests the lookups, short enough that a changed account
+/// (admin flag, a new account for that user) is seen soon.
+final class PeerAccountCache: Sendable {
+    private let entries = Mutex<[uid_t: (identity: Identity, until: ContinuousClock.Instant)]>([:])
+    static let lifetime = Duration.seconds(30)
+
+    func identity(of uid: uid_t) -> Identity? {
+        entries.withLock { entries in
+            guard let entry = entries[uid], entry.until > .now else { return nil }
+            return entry.identity
+        }
+    }
+
+    func remember(_ identity: Identity, for uid: uid_t) {
+        guard identity.account != nil else { return }
+        entries.withLock { entries in
+            if entries.count > 10_000 { entries.removeAll() }
+            entries[uid] = (identity, .now + Self.lifetime)
+        }
     }
 }

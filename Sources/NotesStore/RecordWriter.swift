@@ -22,15 +22,14 @@ struct RecordWriter {
         if let tag = delete.changeTag, tag != existing.changeTag {
             throw NotesError(.serverRecordChanged, "“\(existing.name)” changed on the server since you last fetched it; fetch it again before deleting.", serverRecord: existing)
         }
-        let children = try String.fetchAll(db, sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ? AND parent = ?",
+        let children = try String.fetchAll(db.cachedStatement(sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ? AND parent = ?"),
                                            arguments: [zone.owner, zone.name, existing.recordName])
         if children.contains(where: { !deleting.contains($0) }) {
             throw NotesError(.folderNotEmpty, "The folder “\(existing.name)” is not empty; delete what it holds first.")
         }
         let seq = context.nextSeq()
-        try db.execute(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ?", arguments: [zone.owner, zone.name, existing.recordName])
-        try db.execute(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'deleted')",
-                       arguments: [zone.owner, zone.name, existing.recordName, seq, existing.shareID])
+        try db.cachedStatement(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [zone.owner, zone.name, existing.recordName])
+        try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'deleted')").execute(arguments: [zone.owner, zone.name, existing.recordName, seq, existing.shareID])
         if let rootOf {
             try ShareWriter(context: context).stop(shareID: rootOf, zone: zone)
         }
@@ -58,10 +57,10 @@ struct RecordWriter {
 
         if let existing {
             try checkUpdate(save, existing: existing, ownShare: ownShare, parentShare: parentShare, newShare: newShare)
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE records SET name = ?, parent = ?, body = ?, bytes = ?, modified_at = ?, modified_by = ?, seq = ?, share_id = ?
                 WHERE owner = ? AND zone = ? AND record_name = ?
-                """, arguments: [save.name, save.parent ?? "", save.body, save.bytes, context.now.storedValue, actor, seq, newShare,
+                """).execute(arguments: [save.name, save.parent ?? "", save.body, save.bytes, context.now.storedValue, actor, seq, newShare,
                                  zone.owner, zone.name, save.recordName])
             if existing.shareID != newShare {
                 try moveSubtree(of: existing, from: existing.shareID, to: newShare, recordSeq: seq)
@@ -71,18 +70,17 @@ struct RecordWriter {
                 throw NotesError(.unknownItem, "“\(save.name)” no longer exists on the server; it was deleted. Save it again as a new record.")
             }
             try SharingRules.check(.createRecord, standing: access.standing(forShare: newShare), what: "that folder")
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", save.body, save.bytes,
+                """).execute(arguments: [zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", save.body, save.bytes,
                                  context.now.storedValue, context.now.storedValue, actor, seq, newShare])
-            try db.execute(sql: "DELETE FROM tombstones WHERE owner = ? AND zone = ? AND record_name = ? AND kind = 'deleted'",
-                           arguments: [zone.owner, zone.name, save.recordName])
+            try db.cachedStatement(sql: "DELETE FROM tombstones WHERE owner = ? AND zone = ? AND record_name = ? AND kind = 'deleted'").execute(arguments: [zone.owner, zone.name, save.recordName])
         }
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [zone.owner, zone.name, save.recordName, seq, save.name, save.parent ?? "", save.body, save.contentSize, actor, context.now.storedValue])
+            """).execute(arguments: [zone.owner, zone.name, save.recordName, seq, save.name, save.parent ?? "", save.body, save.contentSize, actor, context.now.storedValue])
         return NotesModel.Record(
             recordName: save.recordName, zone: zone, recordType: save.recordType, name: save.name, parent: save.parent,
             body: save.body, bytes: save.bytes, createdAt: existing?.createdAt ?? context.now, modifiedAt: context.now,
@@ -123,7 +121,7 @@ struct RecordWriter {
                 if current == save.recordName {
                     throw NotesError(.invalidArguments, "Cannot move the folder \(what) into itself or one of its own subfolders.")
                 }
-                cursor = try String.fetchOne(db, sql: "SELECT parent FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                cursor = try String.fetchOne(db.cachedStatement(sql: "SELECT parent FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
                                              arguments: [zone.owner, zone.name, current]).flatMap { $0.isEmpty ? nil : $0 }
                 steps += 1
                 if steps > 10_000 { throw NotesError(.internalError, "The folder tree of this zone is corrupt (a cycle).") }
@@ -144,8 +142,7 @@ struct RecordWriter {
     /// record below it.
     private func moveSubtree(of record: NotesModel.Record, from oldShare: String?, to newShare: String?, recordSeq: Int64) throws {
         if let oldShare {
-            try db.execute(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'left')",
-                           arguments: [zone.owner, zone.name, record.recordName, recordSeq, oldShare])
+            try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'left')").execute(arguments: [zone.owner, zone.name, record.recordName, recordSeq, oldShare])
         }
         guard record.recordType == .folder else { return }
         for name in try StoredRecord.descendants(db, of: record.recordName, in: zone) {

@@ -8,27 +8,23 @@ extension SQLiteStore {
         if let email { try Names.validateEmail(email) }
         return try await write { context in
             let db = context.db
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ?", arguments: [name]) == true {
+            if try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE name = ?"), arguments: [name]) == true {
                 throw NotesError(.constraintViolation, "An account named \(name) already exists.")
             }
-            if let email, try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE email = ?", arguments: [email]) == true {
+            if let email, try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE email = ?"), arguments: [email]) == true {
                 throw NotesError(.constraintViolation, "Another account already has the email \(email).")
             }
             let account = Account(name: name, email: email, isAdmin: isAdmin, createdAt: context.now)
-            try db.execute(
-                sql: "INSERT INTO accounts (name, email, is_admin, created_at) VALUES (?, ?, ?, ?)",
-                arguments: [name, email, isAdmin, context.now.storedValue])
+            try db.cachedStatement(sql: "INSERT INTO accounts (name, email, is_admin, created_at) VALUES (?, ?, ?, ?)").execute(arguments: [name, email, isAdmin, context.now.storedValue])
             let epoch = context.nextSeq()
-            try db.execute(
-                sql: "INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (?, ?, ?, ?)",
-                arguments: [name, ZoneID.defaultZoneName, epoch, epoch])
+            try db.cachedStatement(sql: "INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (?, ?, ?, ?)").execute(arguments: [name, ZoneID.defaultZoneName, epoch, epoch])
             // Email invitations sent before the account existed now resolve to it.
             if let email {
                 let seq = context.nextSeq()
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     UPDATE participants SET account = ?, changed_seq = ?
                     WHERE email = ? AND account IS NULL AND share_id NOT IN (SELECT share_id FROM participants WHERE account = ?)
-                    """, arguments: [name, seq, email, name])
+                    """).execute(arguments: [name, seq, email, name])
                 if db.changesCount > 0 {
                     context.notices.insert(ChangeNotice(account: name, scope: .shared, zone: nil))
                 }
@@ -39,20 +35,18 @@ extension SQLiteStore {
 
     public func account(named name: String) async throws(NotesError) -> Account? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE name = ?", arguments: [name]).map(Self.account(from:))
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM accounts WHERE name = ?"), arguments: [name]).map(Self.account(from:))
         }
     }
 
     public func issueToken(for name: String, lifetime: Double?) async throws(NotesError) -> String {
         let made = TokenSecrets.make()
         return try await write { context in
-            guard try Bool.fetchOne(context.db, sql: "SELECT 1 FROM accounts WHERE name = ?", arguments: [name]) == true else {
+            guard try Bool.fetchOne(context.db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE name = ?"), arguments: [name]) == true else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server; create it with `notes account create \(name)`.")
             }
             let expiry = lifetime.map { context.now.addingTimeInterval($0).storedValue }
-            try context.db.execute(
-                sql: "INSERT INTO tokens (id, account, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-                arguments: [made.id, name, Data(made.hash), context.now.storedValue, expiry])
+            try context.db.cachedStatement(sql: "INSERT INTO tokens (id, account, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)").execute(arguments: [made.id, name, Data(made.hash), context.now.storedValue, expiry])
             return made.token
         }
     }
@@ -61,9 +55,9 @@ extension SQLiteStore {
         guard let parts = TokenSecrets.parse(token) else { return nil }
         let presented = TokenSecrets.hash(parts.secret)
         return try await read { db in
-            guard let row = try Row.fetchOne(db, sql: """
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT t.secret_hash, t.expires_at, a.* FROM tokens t JOIN accounts a ON a.name = t.account WHERE t.id = ?
-                """, arguments: [parts.id])
+                """), arguments: [parts.id])
             else { return nil }
             let stored: Data = row["secret_hash"]
             guard TokenSecrets.constantTimeEqual(Array(stored), presented) else { return nil }

@@ -11,12 +11,11 @@ extension SQLiteStore {
             throw NotesError(.permissionFailure, "You can create zones only in your own private database.")
         }
         return try await write { context in
-            if try Bool.fetchOne(context.db, sql: "SELECT 1 FROM zones WHERE owner = ? AND name = ?", arguments: [zone.owner, zone.name]) == true {
+            if try Bool.fetchOne(context.db.cachedStatement(sql: "SELECT 1 FROM zones WHERE owner = ? AND name = ?"), arguments: [zone.owner, zone.name]) == true {
                 throw NotesError(.constraintViolation, "You already have a zone named \(zone.name).")
             }
             let epoch = context.nextSeq()
-            try context.db.execute(sql: "INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (?, ?, ?, ?)",
-                                   arguments: [zone.owner, zone.name, epoch, epoch])
+            try context.db.cachedStatement(sql: "INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (?, ?, ?, ?)").execute(arguments: [zone.owner, zone.name, epoch, epoch])
             context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))
             return Zone(id: zone, changeToken: ZoneChangeToken(epoch: epoch, seq: epoch, membership: 0).encoded)
         }
@@ -27,7 +26,7 @@ extension SQLiteStore {
             let seq = try Self.currentSeq(db)
             switch scope {
             case .private:
-                return try Row.fetchAll(db, sql: "SELECT name, epoch FROM zones WHERE owner = ? ORDER BY name", arguments: [actor]).map { row in
+                return try Row.fetchAll(db.cachedStatement(sql: "SELECT name, epoch FROM zones WHERE owner = ? ORDER BY name"), arguments: [actor]).map { row in
                     Zone(id: ZoneID(owner: actor, name: row["name"]), changeToken: ZoneChangeToken(epoch: row["epoch"], seq: seq, membership: 0).encoded)
                 }
             case .shared:
@@ -57,10 +56,10 @@ extension SQLiteStore {
             }
             let db = context.db
             for table in ["records", "tombstones", "versions"] {
-                try db.execute(sql: "DELETE FROM \(table) WHERE owner = ? AND zone = ?", arguments: [zone.owner, zone.name])
+                try db.cachedStatement(sql: "DELETE FROM \(table) WHERE owner = ? AND zone = ?").execute(arguments: [zone.owner, zone.name])
             }
-            try db.execute(sql: "DELETE FROM zones WHERE owner = ? AND name = ?", arguments: [zone.owner, zone.name])
-            try db.execute(sql: "INSERT INTO zone_tombstones (owner, name, seq) VALUES (?, ?, ?)", arguments: [zone.owner, zone.name, context.nextSeq()])
+            try db.cachedStatement(sql: "DELETE FROM zones WHERE owner = ? AND name = ?").execute(arguments: [zone.owner, zone.name])
+            try db.cachedStatement(sql: "INSERT INTO zone_tombstones (owner, name, seq) VALUES (?, ?, ?)").execute(arguments: [zone.owner, zone.name, context.nextSeq()])
             context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))
         }
     }
@@ -146,9 +145,9 @@ extension SQLiteStore {
                 tombstoneFilter = "owner = ? AND zone = ? AND seq > ? AND share_id IN (\(placeholders))"
                 arguments += StatementArguments(shares)
             }
-            let records = try Row.fetchAll(db, sql: "SELECT * FROM records WHERE \(recordFilter) ORDER BY seq LIMIT \(limit + 1)", arguments: arguments)
+            let records = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM records WHERE \(recordFilter) ORDER BY seq LIMIT \(limit + 1)"), arguments: arguments)
                 .map { (seq: $0["seq"] as Int64, record: StoredRecord.record(from: $0, zone: zone)) }
-            let tombstones = try Row.fetchAll(db, sql: "SELECT record_name, seq FROM tombstones WHERE \(tombstoneFilter) ORDER BY seq LIMIT \(limit + 1)", arguments: arguments)
+            let tombstones = try Row.fetchAll(db.cachedStatement(sql: "SELECT record_name, seq FROM tombstones WHERE \(tombstoneFilter) ORDER BY seq LIMIT \(limit + 1)"), arguments: arguments)
                 .map { (seq: $0["seq"] as Int64, name: $0["record_name"] as String) }
             return Self.page(records: records, tombstones: tombstones, limit: limit, token: { seq in
                 ZoneChangeToken(epoch: access.epoch, seq: seq, membership: access.membershipSeq).encoded
@@ -185,18 +184,18 @@ extension SQLiteStore {
             let newToken = DatabaseChangeToken(seq: current).encoded
             switch scope {
             case .private:
-                let changed = try String.fetchAll(db, sql: "SELECT name FROM zones WHERE owner = ? AND changed_seq > ? ORDER BY name", arguments: [actor, since])
-                let deleted = try String.fetchAll(db, sql: "SELECT DISTINCT name FROM zone_tombstones WHERE owner = ? AND seq > ? AND name NOT IN (SELECT name FROM zones WHERE owner = ?)",
+                let changed = try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM zones WHERE owner = ? AND changed_seq > ? ORDER BY name"), arguments: [actor, since])
+                let deleted = try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT name FROM zone_tombstones WHERE owner = ? AND seq > ? AND name NOT IN (SELECT name FROM zones WHERE owner = ?)"),
                                                   arguments: [actor, since, actor])
                 return DatabaseChanges(changedZones: changed.map { ZoneID(owner: actor, name: $0) },
                                        deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: newToken, moreComing: false)
             case .shared:
                 let visible = Set(try Self.sharedZoneIDs(db, actor: actor))
-                let rows = try Row.fetchAll(db, sql: """
+                let rows = try Row.fetchAll(db.cachedStatement(sql: """
                     SELECT s.owner, s.zone, MAX(p.changed_seq) AS membership, MAX(COALESCE(z.changed_seq, 0)) AS changed
                     FROM participants p JOIN shares s ON s.id = p.share_id LEFT JOIN zones z ON z.owner = s.owner AND z.name = s.zone
                     WHERE p.account = ? AND p.role != 'owner' GROUP BY s.owner, s.zone
-                    """, arguments: [actor])
+                    """), arguments: [actor])
                 var changed: [ZoneID] = []
                 var deleted: [ZoneID] = []
                 for row in rows {
@@ -221,9 +220,9 @@ extension SQLiteStore {
             guard record.map({ access.canRead(shareID: $0.shareID) }) ?? access.isOwner else {
                 throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
             }
-            let rows = try Row.fetchAll(db, sql: """
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? ORDER BY seq DESC
-                """, arguments: [zone.owner, zone.name, recordName])
+                """), arguments: [zone.owner, zone.name, recordName])
             guard !rows.isEmpty else {
                 throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
             }
@@ -238,17 +237,17 @@ extension SQLiteStore {
     // MARK: Helpers
 
     static func currentSeq(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'seq'") ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM counters WHERE name = 'seq'")) ?? 0
     }
 
     /// Zones of others in which the caller has at least one readable, accepted share.
     static func sharedZoneIDs(_ db: Database, actor: String) throws -> [ZoneID] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT DISTINCT s.owner, s.zone FROM participants p JOIN shares s ON s.id = p.share_id
             WHERE p.account = ? AND p.status = 'accepted' AND p.role != 'owner' AND s.stopped = 0
               AND (p.role != 'publicUser' OR s.public_permission != 'none')
             ORDER BY s.owner, s.zone
-            """, arguments: [actor]).map { ZoneID(owner: $0["owner"], name: $0["zone"]) }
+            """), arguments: [actor]).map { ZoneID(owner: $0["owner"], name: $0["zone"]) }
     }
 
     /// Orders saves so that a folder created in the same operation comes before what

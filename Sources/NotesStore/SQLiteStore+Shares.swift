@@ -33,20 +33,20 @@ extension SQLiteStore {
                 if let other = access.rootShares.values.sorted().first {
                     throw NotesError(.alreadyShared, "Part of the zone \(zone.name) is already shared (share \(other)); stop that share before sharing the whole zone.")
                 }
-                members = try String.fetchAll(db, sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ?", arguments: [zone.owner, zone.name])
+                members = try String.fetchAll(db.cachedStatement(sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ?"), arguments: [zone.owner, zone.name])
                 title = request.title ?? (zone.isDefault ? "\(actor)'s notes" : zone.name)
             }
             let shareID = "sh_" + SecureRandom.hex(bytes: 12)
             let seq = context.nextSeq()
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO shares (id, owner, zone, root_record, title, public_permission, url_token, created_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [shareID, zone.owner, zone.name, request.rootRecordName, title,
+                """).execute(arguments: [shareID, zone.owner, zone.name, request.rootRecordName, title,
                                  (request.publicPermission ?? .none).rawValue, SecureRandom.token(bytes: 32), context.now.storedValue])
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO participants (share_id, position, account, email, role, permission, status, changed_seq)
                 VALUES (?, 0, ?, NULL, 'owner', 'readWrite', 'accepted', ?)
-                """, arguments: [shareID, actor, seq])
+                """).execute(arguments: [shareID, actor, seq])
             let writer = ShareWriter(context: context)
             for name in members {
                 try writer.setShare(of: name, in: zone, from: nil, to: shareID)
@@ -69,20 +69,20 @@ extension SQLiteStore {
 
     public func shares(actor: String) async throws(NotesError) -> [Share] {
         try await read { db in
-            let ids = try String.fetchAll(db, sql: """
+            let ids = try String.fetchAll(db.cachedStatement(sql: """
                 SELECT s.id FROM shares s JOIN participants p ON p.share_id = s.id
                 WHERE p.account = ? AND p.status = 'accepted' AND s.stopped = 0 ORDER BY s.created_at, s.id
-                """, arguments: [actor])
+                """), arguments: [actor])
             return try ids.map { try Self.loadShare(db, id: $0) }
         }
     }
 
     public func invitations(actor: String) async throws(NotesError) -> [Share] {
         try await read { db in
-            let ids = try String.fetchAll(db, sql: """
+            let ids = try String.fetchAll(db.cachedStatement(sql: """
                 SELECT s.id FROM shares s JOIN participants p ON p.share_id = s.id
                 WHERE p.account = ? AND p.status = 'pending' AND s.stopped = 0 ORDER BY s.created_at, s.id
-                """, arguments: [actor])
+                """), arguments: [actor])
             return try ids.map { try Self.loadShare(db, id: $0) }
         }
     }
@@ -93,20 +93,20 @@ extension SQLiteStore {
             let db = context.db
             let share = try Self.ownedShare(db, id: id, actor: actor)
             if let title = update.title {
-                try db.execute(sql: "UPDATE shares SET title = ? WHERE id = ?", arguments: [title, id])
+                try db.cachedStatement(sql: "UPDATE shares SET title = ? WHERE id = ?").execute(arguments: [title, id])
             }
             if let permission = update.publicPermission, permission != share.publicPermission {
-                try db.execute(sql: "UPDATE shares SET public_permission = ? WHERE id = ?", arguments: [permission.rawValue, id])
+                try db.cachedStatement(sql: "UPDATE shares SET public_permission = ? WHERE id = ?").execute(arguments: [permission.rawValue, id])
                 // Public users' access follows the public permission: expire their tokens.
                 let seq = context.nextSeq()
                 for participant in share.participants where participant.role == .publicUser && participant.status == .accepted {
                     guard let name = participant.name else { continue }
-                    try db.execute(sql: "UPDATE participants SET changed_seq = ? WHERE share_id = ? AND account = ?", arguments: [seq, id, name])
+                    try db.cachedStatement(sql: "UPDATE participants SET changed_seq = ? WHERE share_id = ? AND account = ?").execute(arguments: [seq, id, name])
                     context.notices.insert(ChangeNotice(account: name, scope: .shared, zone: nil))
                 }
             }
             if update.rotateURL == true {
-                try db.execute(sql: "UPDATE shares SET url_token = ? WHERE id = ?", arguments: [SecureRandom.token(bytes: 32), id])
+                try db.cachedStatement(sql: "UPDATE shares SET url_token = ? WHERE id = ?").execute(arguments: [SecureRandom.token(bytes: 32), id])
             }
             context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: share.zone))
             return try Self.loadShare(db, id: id)
@@ -134,9 +134,9 @@ extension SQLiteStore {
                 throw NotesError(.unknownItem, "\(name) is not a participant of this share.")
             }
             let seq = context.nextSeq()
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE participants SET status = 'removed', changed_seq = ? WHERE share_id = ? AND (account = ? OR (account IS NULL AND email = ?))
-                """, arguments: [seq, shareID, name, name])
+                """).execute(arguments: [seq, shareID, name, name])
             if let account = participant.name {
                 context.notices.insert(ChangeNotice(account: account, scope: .shared, zone: nil))
             }
@@ -148,14 +148,14 @@ extension SQLiteStore {
     public func acceptShare(urlToken: String, actor: String) async throws(NotesError) -> Share {
         try await write { context in
             let db = context.db
-            guard let id = try String.fetchOne(db, sql: "SELECT id FROM shares WHERE url_token = ? AND stopped = 0", arguments: [urlToken]) else {
+            guard let id = try String.fetchOne(db.cachedStatement(sql: "SELECT id FROM shares WHERE url_token = ? AND stopped = 0"), arguments: [urlToken]) else {
                 throw NotesError(.unknownItem, "No share has this URL: it may have been stopped, or its owner replaced the URL. Ask the owner for a new one.")
             }
             let share = try Self.loadShare(db, id: id)
             guard share.owner != actor else {
                 throw NotesError(.invalidArguments, "You own this share; its notes are already under private/.")
             }
-            let email = try String.fetchOne(db, sql: "SELECT email FROM accounts WHERE name = ?", arguments: [actor])
+            let email = try String.fetchOne(db.cachedStatement(sql: "SELECT email FROM accounts WHERE name = ?"), arguments: [actor])
             let seq = context.nextSeq()
             let mine = share.participant(named: actor)
                 ?? share.participants.first { $0.name == nil && $0.email != nil && $0.email == email }
@@ -163,10 +163,10 @@ extension SQLiteStore {
             case .accepted?:
                 throw NotesError(.constraintViolation, "You have already accepted this share; it is under shared/\(share.owner)/.")
             case .pending?:
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     UPDATE participants SET account = ?, status = 'accepted', changed_seq = ?
                     WHERE share_id = ? AND (account = ? OR (account IS NULL AND email = ?))
-                    """, arguments: [actor, seq, id, actor, email])
+                    """).execute(arguments: [actor, seq, id, actor, email])
             case .removed?, nil:
                 guard share.publicPermission != .none else {
                     throw NotesError(.permissionFailure, mine == nil
@@ -175,8 +175,7 @@ extension SQLiteStore {
                 }
                 let permission: ParticipantPermission = share.publicPermission == .readWrite ? .readWrite : .readOnly
                 if mine != nil {
-                    try db.execute(sql: "UPDATE participants SET role = 'publicUser', permission = ?, status = 'accepted', changed_seq = ? WHERE share_id = ? AND account = ?",
-                                   arguments: [permission.rawValue, seq, id, actor])
+                    try db.cachedStatement(sql: "UPDATE participants SET role = 'publicUser', permission = ?, status = 'accepted', changed_seq = ? WHERE share_id = ? AND account = ?").execute(arguments: [permission.rawValue, seq, id, actor])
                 } else {
                     try Self.insertParticipant(db, shareID: id, account: actor, email: nil, role: .publicUser, permission: permission, status: .accepted, seq: seq)
                 }
@@ -194,8 +193,7 @@ extension SQLiteStore {
                 : share.participant(named: actor).map { SharingRules.Standing(role: $0.role, permission: $0.permission, status: $0.status) }
             guard standing != nil, standing?.status != .removed else { throw Self.noSuchShare(id) }
             try SharingRules.check(.leave, standing: standing, what: "“\(share.title)”")
-            try context.db.execute(sql: "UPDATE participants SET status = 'removed', changed_seq = ? WHERE share_id = ? AND account = ?",
-                                   arguments: [context.nextSeq(), id, actor])
+            try context.db.cachedStatement(sql: "UPDATE participants SET status = 'removed', changed_seq = ? WHERE share_id = ? AND account = ?").execute(arguments: [context.nextSeq(), id, actor])
             context.notices.insert(ChangeNotice(account: actor, scope: .shared, zone: nil))
             context.notices.insert(ChangeNotice(account: share.owner, scope: .private, zone: share.zone))
         }
@@ -236,10 +234,10 @@ extension SQLiteStore {
     }
 
     static func loadShare(_ db: Database, id: String) throws -> Share {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM shares WHERE id = ? AND stopped = 0", arguments: [id]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM shares WHERE id = ? AND stopped = 0"), arguments: [id]) else {
             throw noSuchShare(id)
         }
-        let participants = try Row.fetchAll(db, sql: "SELECT * FROM participants WHERE share_id = ? ORDER BY position", arguments: [id]).map { row in
+        let participants = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM participants WHERE share_id = ? ORDER BY position"), arguments: [id]).map { row in
             Participant(name: row["account"], email: row["email"],
                         role: ParticipantRole(rawValue: row["role"]) ?? .privateUser,
                         permission: ParticipantPermission(rawValue: row["permission"]) ?? .readOnly,
@@ -252,14 +250,14 @@ extension SQLiteStore {
 
     static func insertParticipant(_ db: Database, shareID: String, account: String?, email: String?, role: ParticipantRole,
                                   permission: ParticipantPermission, status: ParticipantStatus, seq: Int64) throws {
-        let active = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participants WHERE share_id = ? AND status != 'removed'", arguments: [shareID]) ?? 0
+        let active = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participants WHERE share_id = ? AND status != 'removed'"), arguments: [shareID]) ?? 0
         guard active < Limits.maxParticipants else {
             throw NotesError(.limitExceeded, "A share has at most \(Limits.maxParticipants) participants; remove someone first.")
         }
-        let position = (try Int.fetchOne(db, sql: "SELECT MAX(position) FROM participants WHERE share_id = ?", arguments: [shareID]) ?? 0) + 1
-        try db.execute(sql: """
+        let position = (try Int.fetchOne(db.cachedStatement(sql: "SELECT MAX(position) FROM participants WHERE share_id = ?"), arguments: [shareID]) ?? 0) + 1
+        try db.cachedStatement(sql: """
             INSERT INTO participants (share_id, position, account, email, role, permission, status, changed_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [shareID, position, account, email, role.rawValue, permission.rawValue, status.rawValue, seq])
+            """).execute(arguments: [shareID, position, account, email, role.rawValue, permission.rawValue, status.rawValue, seq])
     }
 
     /// Adds invitees as pending participants, or changes the permission of those
@@ -270,14 +268,14 @@ extension SQLiteStore {
             var account: String?
             var email: String?
             if let name = invitee.name {
-                guard try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ?", arguments: [name]) == true else {
+                guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE name = ?"), arguments: [name]) == true else {
                     throw NotesError(.unknownItem, "\(name) is not an account on this server; ask your admin to run `notes account create \(name)`.")
                 }
                 account = name
             } else if let address = invitee.email {
                 try Names.validateEmail(address)
                 email = address
-                account = try String.fetchOne(db, sql: "SELECT name FROM accounts WHERE email = ?", arguments: [address])
+                account = try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM accounts WHERE email = ?"), arguments: [address])
             } else {
                 throw NotesError(.invalidArguments, "Each invitee needs an account name or an email address.")
             }
@@ -287,17 +285,17 @@ extension SQLiteStore {
             let seq = context.nextSeq()
             let existing: Row?
             if let account {
-                existing = try Row.fetchOne(db, sql: "SELECT status, role FROM participants WHERE share_id = ? AND account = ?", arguments: [shareID, account])
+                existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT status, role FROM participants WHERE share_id = ? AND account = ?"), arguments: [shareID, account])
             } else {
-                existing = try Row.fetchOne(db, sql: "SELECT status, role FROM participants WHERE share_id = ? AND account IS NULL AND email = ?", arguments: [shareID, email])
+                existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT status, role FROM participants WHERE share_id = ? AND account IS NULL AND email = ?"), arguments: [shareID, email])
             }
             if let existing {
                 let status: String = existing["status"]
                 let newStatus = status == "removed" ? "pending" : status
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     UPDATE participants SET permission = ?, status = ?, role = 'privateUser', changed_seq = ?
                     WHERE share_id = ? AND ((account IS NOT NULL AND account = ?) OR (account IS NULL AND email = ?))
-                    """, arguments: [invitee.permission.rawValue, newStatus, seq, shareID, account, email])
+                    """).execute(arguments: [invitee.permission.rawValue, newStatus, seq, shareID, account, email])
             } else {
                 try insertParticipant(db, shareID: shareID, account: account, email: email, role: .privateUser, permission: invitee.permission, status: .pending, seq: seq)
             }

@@ -19,7 +19,7 @@ public final class SQLiteStore: RecordStore {
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute()
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
@@ -36,7 +36,7 @@ public final class SQLiteStore: RecordStore {
     func write<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) async throws(NotesError) -> T {
         let outcome: (T, Set<ChangeNotice>)
         do {
-            outcome = try await pool.write { db in
+            outcome = try writeNow { db in
                 let context = try WriteContext(db: db)
                 let value = try body(context)
                 try context.finish()
@@ -53,10 +53,20 @@ public final class SQLiteStore: RecordStore {
 
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(NotesError) -> T {
         do {
-            return try await pool.read(body)
+            return try readNow(body)
         } catch {
             throw convert(error)
         }
+    }
+
+    /// A synchronous write transaction, on the calling thread when the writer is free.
+    private func writeNow<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.write(body)
+    }
+
+    /// A synchronous read, on the calling thread when a reader is free.
+    private func readNow<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.read(body)
     }
 
     /// The one place where driver errors become `NotesError`.
@@ -99,7 +109,7 @@ final class WriteContext: @unchecked Sendable {
     init(db: Database) throws {
         self.db = db
         self.now = Date()
-        let current = try Int64.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'seq'") ?? 0
+        let current = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM counters WHERE name = 'seq'")) ?? 0
         self.seq = current
         self.startSeq = current
     }
@@ -112,18 +122,18 @@ final class WriteContext: @unchecked Sendable {
 
     func finish() throws {
         if seq != startSeq {
-            try db.execute(sql: "UPDATE counters SET value = ? WHERE name = 'seq'", arguments: [seq])
+            try db.cachedStatement(sql: "UPDATE counters SET value = ? WHERE name = 'seq'").execute(arguments: [seq])
         }
     }
 
     /// Notes that `zone` changed, for its owner and every accepted participant.
     func zoneChanged(_ zone: ZoneID) throws {
-        try db.execute(sql: "UPDATE zones SET changed_seq = ? WHERE owner = ? AND name = ?", arguments: [seq, zone.owner, zone.name])
+        try db.cachedStatement(sql: "UPDATE zones SET changed_seq = ? WHERE owner = ? AND name = ?").execute(arguments: [seq, zone.owner, zone.name])
         notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone))
-        let participants = try String.fetchAll(db, sql: """
+        let participants = try String.fetchAll(db.cachedStatement(sql: """
             SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
             WHERE s.owner = ? AND s.zone = ? AND s.stopped = 0 AND p.status = 'accepted' AND p.account IS NOT NULL AND p.role != 'owner'
-            """, arguments: [zone.owner, zone.name])
+            """), arguments: [zone.owner, zone.name])
         for account in participants {
             notices.insert(ChangeNotice(account: account, scope: .shared, zone: zone))
         }

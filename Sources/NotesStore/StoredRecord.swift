@@ -26,20 +26,20 @@ enum StoredRecord {
     }
 
     static func fetch(_ db: Database, _ recordName: String, in zone: ZoneID) throws -> NotesModel.Record? {
-        try Row.fetchOne(db, sql: "SELECT * FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
                          arguments: [zone.owner, zone.name, recordName])
             .map { record(from: $0, zone: zone) }
     }
 
     /// The record names below `recordName` (not itself), at any depth.
     static func descendants(_ db: Database, of recordName: String, in zone: ZoneID) throws -> [String] {
-        try String.fetchAll(db, sql: """
+        try String.fetchAll(db.cachedStatement(sql: """
             WITH RECURSIVE below(record_name) AS (
                 SELECT record_name FROM records WHERE owner = ?1 AND zone = ?2 AND parent = ?3
                 UNION
                 SELECT r.record_name FROM records r JOIN below b ON r.owner = ?1 AND r.zone = ?2 AND r.parent = b.record_name
             )
             SELECT record_name FROM below
-            """, arguments: [zone.owner, zone.name, recordName])
+            """), arguments: [zone.owner, zone.name, recordName])
     }
 }

@@ -21,7 +21,7 @@ struct ZoneAccess {
     /// `permissionFailure` to everyone else, so zone names of others do not leak.
     static func load(_ db: Database, zone: ZoneID, actor: String) throws -> ZoneAccess {
         let isOwner = zone.owner == actor
-        guard let epoch = try Int64.fetchOne(db, sql: "SELECT epoch FROM zones WHERE owner = ? AND name = ?", arguments: [zone.owner, zone.name]) else {
+        guard let epoch = try Int64.fetchOne(db.cachedStatement(sql: "SELECT epoch FROM zones WHERE owner = ? AND name = ?"), arguments: [zone.owner, zone.name]) else {
             if isOwner {
                 throw NotesError(.zoneNotFound, "You have no zone named \(zone.name).")
             }
@@ -29,17 +29,17 @@ struct ZoneAccess {
         }
         var rootShares: [String: String] = [:]
         var zoneWide: String?
-        for row in try Row.fetchAll(db, sql: "SELECT id, root_record FROM shares WHERE owner = ? AND zone = ? AND stopped = 0", arguments: [zone.owner, zone.name]) {
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT id, root_record FROM shares WHERE owner = ? AND zone = ? AND stopped = 0"), arguments: [zone.owner, zone.name]) {
             if let root: String = row["root_record"] { rootShares[root] = row["id"] } else { zoneWide = row["id"] }
         }
         var standings: [String: SharingRules.Standing] = [:]
         var membershipSeq: Int64 = 0
         if !isOwner {
-            let rows = try Row.fetchAll(db, sql: """
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT s.id, s.public_permission, p.role, p.permission, p.status, p.changed_seq
                 FROM participants p JOIN shares s ON s.id = p.share_id
                 WHERE s.owner = ? AND s.zone = ? AND p.account = ?
-                """, arguments: [zone.owner, zone.name, actor])
+                """), arguments: [zone.owner, zone.name, actor])
             for row in rows {
                 membershipSeq = max(membershipSeq, row["changed_seq"])
                 let participant = Participant(

@@ -75,3 +75,22 @@ import Testing
         #expect(SecureRandom.base64URL([0xFB, 0xFF]) == "-_8")
     }
 }
+
+@Suite struct ISO8601Tests {
+    @Test(arguments: [0.0, 1_795_000_000.123, 951_782_400.5, -86_400.25, 4_102_444_799.999])
+    func roundTrips(_ seconds: Double) throws {
+        let date = Date(timeIntervalSince1970: seconds)
+        let text = ISO8601.string(from: date)
+        let parsed = try #require(ISO8601.date(from: text))
+        #expect(abs(parsed.timeIntervalSince1970 - (seconds * 1000).rounded(.down) / 1000) < 0.0005, "\(text)")
+        // Same calendar fields as Foundation's formatter (milliseconds may round apart).
+        #expect(text.prefix(19) == date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false).timeZone(separator: .omitted)).prefix(19))
+    }
+
+    @Test func rejectsOtherShapes() {
+        for text in ["", "2026-11-22", "2026-13-01T00:00:00Z", "2026-11-22T14:05:09+01:00", "2026-11-22T14:05:09.12Z", "yyyy-11-22T14:05:09Z"] {
+            #expect(ISO8601.date(from: text) == nil, "\(text)")
+        }
+        #expect(ISO8601.date(from: "2026-11-22T14:05:09Z") != nil)
+    }
+}

@@ -1,0 +1,150 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import ArgumentParser
+import Foundation
+import GRDB
+import NotesClient
+import NotesModel
+
+/// `notes-bench`: notesd's throughput next to the same work done straight on GRDB in
+/// this process, printed as ratios so that the machine's speed cancels out.
+@main
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notes-bench",
+        abstract: "Measure notesd against raw GRDB: single saves, batches of 400, change fetch, memory.",
+        discussion: """
+            Starts its own notesd (next to this binary, or --notesd) in a temporary folder.
+            Build in release mode first.
+
+            Example:
+              swift build -c release && .build/release/notes-bench --records 100000
+            """)
+
+    @Option(help: "Records in the zone for the batch and change-fetch phases.")
+    var records = 100_000
+
+    @Option(help: "Single-record saves (one request each).")
+    var singles = 2_000
+
+    @Option(help: "Bytes of text in each note.")
+    var bodyBytes = 1_024
+
+    @Option(help: "Path of the notesd binary (default: next to notes-bench).")
+    var notesd: String?
+
+    @Option(help: "Folder for the databases (default: a new folder under /tmp).")
+    var dir: String?
+
+    func run() async throws {
+        let folder = dir ?? "/tmp/notes-bench-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { if dir == nil { try? FileManager.default.removeItem(atPath: folder) } }
+        let body = String(repeating: "lorem ipsum ", count: bodyBytes / 12 + 1).prefix(bodyBytes)
+        let daemonPath = notesd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notesd").path
+
+        print("notes-bench: \(records) records of \(bodyBytes) bytes, \(singles) single saves; folder \(folder)")
+        let baseline = try GRDBBaseline(path: "\(folder)/baseline.sqlite")
+        let daemon = try DaemonUnderTest(binary: daemonPath, folder: "\(folder)/daemon")
+        defer { daemon.stop() }
+        let client = try await daemon.client()
+        let zone = ZoneID(owner: try await client.whoami().name, name: "bench")
+        _ = try await client.createZone(named: "bench")
+        var rows: [ResultRow] = []
+
+        // Single saves: one record per request, each its own durable transaction.
+        let singleSaves = (0..<singles).map { RecordSave(recordName: "s\($0)", recordType: .note, name: "s\($0).md", body: String(body)) }
+        let baseSingles = try measure { try baseline.insertEach(singleSaves) }
+        let notesSingles = try await measureAsync {
+            for save in singleSaves { _ = try await client.modify(ModifyRequest(zone: zone, saves: [save])) }
+        }
+        rows.append(ResultRow(name: "single saves", unit: "saves/s", count: singles, notes: notesSingles, baseline: baseSingles, aim: 0.25))
+        progress("single saves done")
+
+        // Batches of 400 until the zone holds `records` records.
+        let batchSaves = (0..<records).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "r\($0).md", body: String(body)) }
+        let batches = stride(from: 0, to: batchSaves.count, by: Limits.maxBatchItems).map { Array(batchSaves[$0..<min($0 + Limits.maxBatchItems, batchSaves.count)]) }
+        let baseBatches = try measure { for batch in batches { try baseline.insertBatch(batch) } }
+        var done = 0
+        let notesBatches = try await measureAsync {
+            for batch in batches {
+                _ = try await client.modify(ModifyRequest(zone: zone, saves: batch))
+                done += batch.count
+                if done % 20_000 == 0 { progress("batches: \(done)/\(records)") }
+            }
+        }
+        rows.append(ResultRow(name: "batches of 400", unit: "records/s", count: records, notes: notesBatches, baseline: baseBatches, aim: 0.5))
+
+        // All changes of the zone, from no token, paged.
+        var baselineCount = 0
+        let baseFetch = try measure { baselineCount = try baseline.fetchAll() }
+        var fetched = 0
+        let notesFetch = try await measureAsync {
+            var token: String?
+            repeat {
+                let page = try await client.zoneChanges(zone, since: token, limit: Limits.maxChangesPage)
+                fetched += page.records.count
+                token = page.changeToken
+                if !page.moreComing { break }
+            } while true
+        }
+        rows.append(ResultRow(name: "fetch all changes", unit: "records/s", count: fetched, notes: notesFetch, baseline: baseFetch, aim: 0.5))
+        guard fetched == records + singles, baselineCount == records + singles else {
+            throw ValidationError("fetched \(fetched) records from notesd and \(baselineCount) from GRDB; expected \(records + singles)")
+        }
+
+        let rss = daemon.residentMegabytes()
+        print("")
+        print("phase".padding(toLength: 20, withPad: " ", startingAt: 0) + "notesd".leftPad(14) + "GRDB".leftPad(14) + "ratio".leftPad(8) + "aim".leftPad(8))
+        for row in rows { print(row.line) }
+        print(String(format: "notesd resident memory with %d records: %.1f MB (aim < 100 MB)", records + singles, rss))
+    }
+
+    func progress(_ text: String) {
+        FileHandle.standardError.write(Data("  … \(text)\n".utf8))
+    }
+}
+
+struct ResultRow {
+    var name: String
+    var unit: String
+    var count: Int
+    var notes: Double
+    var baseline: Double
+    var aim: Double
+
+    var line: String {
+        let notesRate = Double(count) / notes
+        let baseRate = Double(count) / baseline
+        let ratio = notesRate / baseRate
+        return name.padding(toLength: 20, withPad: " ", startingAt: 0)
+            + String(format: "%8.0f", notesRate).leftPad(14)
+            + String(format: "%8.0f", baseRate).leftPad(14)
+            + String(format: "%.2f", ratio).leftPad(8)
+            + String(format: "≥%.2f", aim).leftPad(8)
+            + "  \(unit)" + (ratio >= aim ? "" : "  (below aim)")
+    }
+}
+
+extension String {
+    func leftPad(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}
+
+func measure(_ body: () throws -> Void) throws -> Double {
+    let start = ContinuousClock.now
+    try body()
+    return (ContinuousClock.now - start).seconds
+}
+
+func measureAsync(_ body: () async throws -> Void) async throws -> Double {
+    let start = ContinuousClock.now
+    try await body()
+    return (ContinuousClock.now - start).seconds
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

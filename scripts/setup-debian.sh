@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what notes needs on Debian 12, as root. Idempotent: run it as often as you like.
+# Swift itself comes with this machine image (/opt/swift); see README.md if it is missing.
+set -euo pipefail
+if ! command -v swift >/dev/null 2>&1; then
+    echo "setup: swift is not on PATH. Install Swift 6.x (swift.org) and add its usr/bin to PATH." >&2
+    exit 1
+fi
+packages=(libsqlite3-dev sqlite3 curl)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+echo "setup: Debian packages are in place"

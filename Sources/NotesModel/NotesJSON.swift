@@ -9,7 +9,7 @@ public enum NotesJSON {
             var container = encoder.singleValueContainer()
             try container.encode(ISO8601.string(from: date))
         }
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting = [.withoutEscapingSlashes]
         return encoder
     }
 

@@ -176,7 +176,8 @@ public struct ModifyRequest: Sendable, Codable, Equatable {
     }
 }
 
-/// What a successful modify operation returns.
+/// What a successful modify operation returns: the saved records with their new
+/// change tags and times, without `body` or `bytes` (the client sent those).
 public struct ModifyResult: Sendable, Codable, Equatable {
     public var saved: [Record]
     public var deleted: [String]

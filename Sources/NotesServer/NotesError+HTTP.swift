@@ -31,6 +31,14 @@ extension NotesError: HTTPResponseError {
 
 /// JSON responses with the API's encoder (`NotesJSON`).
 enum JSONResponse {
+    /// A response whose JSON body is already written.
+    static func raw(_ bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
     static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         let data = (try? NotesJSON.encoder().encode(value)) ?? Data(#"{"error":{"code":"internalError","message":"encoding failed"}}"#.utf8)
         return Response(

@@ -41,7 +41,7 @@ struct RecordController {
             var request = request
             let body = try await request.decodeJSON(API.ZoneChangesQuery.self)
             let changes = try await store.zoneChanges(body.zone, since: body.since, limit: body.limit ?? Limits.defaultChangesPage, actor: actor)
-            return JSONResponse.make(changes)
+            return JSONResponse.raw(RecordJSONWriter.encode(changes))
         }
         group.post("records/versions") { request, context in
             let actor = try context.account().name

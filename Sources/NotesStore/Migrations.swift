@@ -79,7 +79,9 @@ enum Migrations {
                 CREATE INDEX tombstones_by_seq ON tombstones(owner, zone, seq);
                 CREATE INDEX tombstones_by_share ON tombstones(share_id, seq) WHERE share_id IS NOT NULL;
 
-                -- Every save keeps a version: history now, three-way merge later.
+                -- Every earlier state of a record (the current one lives in records):
+                -- a save or delete first copies the row here. History now, three-way
+                -- merge later.
                 CREATE TABLE versions (
                     owner TEXT NOT NULL,
                     zone TEXT NOT NULL,

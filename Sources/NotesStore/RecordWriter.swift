@@ -4,23 +4,32 @@ import NotesModel
 
 /// Applies the saves and deletes of one modify operation inside its transaction,
 /// deciding each one with `SharingRules` against the caller's `ZoneAccess`.
-struct RecordWriter {
+final class RecordWriter {
     let context: WriteContext
     let access: ZoneAccess
     let actor: String
+    /// Folders already read in this operation (a batch usually fills one folder).
+    private var folders: [String: NotesModel.Record] = [:]
+
+    init(context: WriteContext, access: ZoneAccess, actor: String) {
+        self.context = context
+        self.access = access
+        self.actor = actor
+    }
     var zone: ZoneID { access.zone }
     var db: Database { context.db }
 
     /// Deletes one record. Children must be gone already or be deleted in the same
     /// operation (`deleting`); the owner deleting a share's root stops the share.
     func delete(_ delete: RecordDelete, deleting: Set<String>) throws {
-        guard let existing = try StoredRecord.fetch(db, delete.recordName, in: zone), access.canRead(shareID: existing.shareID) else {
+        guard let existing = try StoredRecord.fetchMetadata(db, delete.recordName, in: zone), access.canRead(shareID: existing.shareID) else {
             throw NotesError(.unknownItem, "There is no record \(delete.recordName) in this zone; it may have been deleted already.")
         }
         let rootOf = access.rootShares[existing.recordName]
         try SharingRules.check(rootOf == nil ? .deleteRecord : .deleteRoot, standing: access.standing(forShare: existing.shareID), what: "“\(existing.name)”")
         if let tag = delete.changeTag, tag != existing.changeTag {
-            throw NotesError(.serverRecordChanged, "“\(existing.name)” changed on the server since you last fetched it; fetch it again before deleting.", serverRecord: existing)
+            throw NotesError(.serverRecordChanged, "“\(existing.name)” changed on the server since you last fetched it; fetch it again before deleting.",
+                             serverRecord: try StoredRecord.fetch(db, existing.recordName, in: zone))
         }
         let children = try String.fetchAll(db.cachedStatement(sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ? AND parent = ?"),
                                            arguments: [zone.owner, zone.name, existing.recordName])
@@ -28,22 +37,25 @@ struct RecordWriter {
             throw NotesError(.folderNotEmpty, "The folder “\(existing.name)” is not empty; delete what it holds first.")
         }
         let seq = context.nextSeq()
+        try StoredRecord.keepVersion(db, existing.recordName, in: zone)
         try db.cachedStatement(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [zone.owner, zone.name, existing.recordName])
+        folders[existing.recordName] = nil
         try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'deleted')").execute(arguments: [zone.owner, zone.name, existing.recordName, seq, existing.shareID])
         if let rootOf {
+            folders.removeAll()
             try ShareWriter(context: context).stop(shareID: rootOf, zone: zone)
         }
     }
 
     /// Creates or updates one record and keeps a version of it.
     func save(_ save: RecordSave) throws -> NotesModel.Record {
-        let existing = try StoredRecord.fetch(db, save.recordName, in: zone)
+        let existing = try StoredRecord.fetchMetadata(db, save.recordName, in: zone)
         var parentShare = access.zoneWideShare
         if let parentName = save.parent {
             // A participant may not see the parent of a share's root; keeping the parent a
             // record already has needs no access to it, choosing a new one does.
             let keepsParent = existing?.parent == parentName
-            guard let parent = try StoredRecord.fetch(db, parentName, in: zone), keepsParent || access.canRead(shareID: parent.shareID) else {
+            guard let parent = try folder(parentName), keepsParent || access.canRead(shareID: parent.shareID) else {
                 throw NotesError(.unknownItem, "The parent folder \(parentName) of “\(save.name)” does not exist in this zone.")
             }
             guard parent.recordType == .folder else {
@@ -57,6 +69,7 @@ struct RecordWriter {
 
         if let existing {
             try checkUpdate(save, existing: existing, ownShare: ownShare, parentShare: parentShare, newShare: newShare)
+            try StoredRecord.keepVersion(db, save.recordName, in: zone)
             try db.cachedStatement(sql: """
                 UPDATE records SET name = ?, parent = ?, body = ?, bytes = ?, modified_at = ?, modified_by = ?, seq = ?, share_id = ?
                 WHERE owner = ? AND zone = ? AND record_name = ?
@@ -75,16 +88,22 @@ struct RecordWriter {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", save.body, save.bytes,
                                  context.now.storedValue, context.now.storedValue, actor, seq, newShare])
-            try db.cachedStatement(sql: "DELETE FROM tombstones WHERE owner = ? AND zone = ? AND record_name = ? AND kind = 'deleted'").execute(arguments: [zone.owner, zone.name, save.recordName])
         }
-        try db.cachedStatement(sql: """
-            INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [zone.owner, zone.name, save.recordName, seq, save.name, save.parent ?? "", save.body, save.contentSize, actor, context.now.storedValue])
-        return NotesModel.Record(
+        // The saved record goes back without its content: the client sent it and has it.
+        let saved = NotesModel.Record(
             recordName: save.recordName, zone: zone, recordType: save.recordType, name: save.name, parent: save.parent,
-            body: save.body, bytes: save.bytes, createdAt: existing?.createdAt ?? context.now, modifiedAt: context.now,
+            body: nil, bytes: nil, createdAt: existing?.createdAt ?? context.now, modifiedAt: context.now,
             modifiedBy: actor, changeTag: StoredRecord.changeTag(seq), shareID: newShare)
+        if save.recordType == .folder { folders[save.recordName] = saved }
+        return saved
+    }
+
+    /// A folder of the zone, read once per operation.
+    private func folder(_ recordName: String) throws -> NotesModel.Record? {
+        if let known = folders[recordName] { return known }
+        let record = try StoredRecord.fetchMetadata(db, recordName, in: zone)
+        if let record, record.recordType == .folder { folders[recordName] = record }
+        return record
     }
 
     private func checkUpdate(_ save: RecordSave, existing: NotesModel.Record, ownShare: String?, parentShare: String?, newShare: String?) throws {
@@ -104,7 +123,7 @@ struct RecordWriter {
             let message = save.changeTag == nil
                 ? "A record named \(save.recordName) already exists; fetch it and save with its change tag."
                 : "\(what) changed on the server since you last fetched it; merge with the server's version and save again."
-            throw NotesError(.serverRecordChanged, message, serverRecord: existing)
+            throw NotesError(.serverRecordChanged, message, serverRecord: try StoredRecord.fetch(db, existing.recordName, in: zone))
         }
         guard existing.recordType == save.recordType else {
             throw NotesError(.invalidArguments, "\(what) is a \(existing.recordType.rawValue); a save cannot turn it into a \(save.recordType.rawValue).")
@@ -145,6 +164,7 @@ struct RecordWriter {
             try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'left')").execute(arguments: [zone.owner, zone.name, record.recordName, recordSeq, oldShare])
         }
         guard record.recordType == .folder else { return }
+        folders.removeAll()
         for name in try StoredRecord.descendants(db, of: record.recordName, in: zone) {
             try ShareWriter(context: context).setShare(of: name, in: zone, from: oldShare, to: newShare)
         }

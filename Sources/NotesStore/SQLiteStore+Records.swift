@@ -220,17 +220,22 @@ extension SQLiteStore {
             guard record.map({ access.canRead(shareID: $0.shareID) }) ?? access.isOwner else {
                 throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
             }
-            let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            let older = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? ORDER BY seq DESC
-                """), arguments: [zone.owner, zone.name, recordName])
-            guard !rows.isEmpty else {
-                throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
-            }
-            return rows.map { row in
+                """), arguments: [zone.owner, zone.name, recordName]).map { row in
                 let parent: String = row["parent"]
                 return RecordVersion(changeTag: StoredRecord.changeTag(row["seq"]), name: row["name"], parent: parent.isEmpty ? nil : parent,
                                      body: row["body"], size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"]))
             }
+            let current = record.map { record in
+                RecordVersion(changeTag: record.changeTag, name: record.name, parent: record.parent, body: record.body,
+                              size: record.contentSize, modifiedBy: record.modifiedBy, modifiedAt: record.modifiedAt)
+            }
+            let all = (current.map { [$0] } ?? []) + older
+            guard !all.isEmpty else {
+                throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
+            }
+            return all
         }
     }
 

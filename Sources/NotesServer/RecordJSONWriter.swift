@@ -1,0 +1,100 @@
+import Foundation
+import NotesModel
+
+/// Writes pages of records as JSON by hand, byte for byte what `NotesJSON.encoder()`
+/// would produce for the same values (a test decodes both and compares).
+///
+/// Why by hand: Foundation's `JSONEncoder` managed about 25 MB/s here, so encoding a
+/// page of 2,000 notes took 60 ms, twice the time of reading them from SQLite. This
+/// covers only the hot path, "changes since"; everything else stays Codable.
+enum RecordJSONWriter {
+    static func encode(_ changes: ZoneChanges) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(changes.records.reduce(256) { $0 + $1.contentSize * 4 / 3 + 320 })
+        out += Array(#"{"changeToken":"#.utf8)
+        string(changes.changeToken, into: &out)
+        out += Array(#","deleted":["#.utf8)
+        for (index, name) in changes.deleted.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            string(name, into: &out)
+        }
+        out += Array(#"],"moreComing":"#.utf8)
+        out += Array((changes.moreComing ? "true" : "false").utf8)
+        out += Array(#","records":["#.utf8)
+        for (index, record) in changes.records.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            self.record(record, into: &out)
+        }
+        out += Array("]}".utf8)
+        return out
+    }
+
+    static func record(_ record: Record, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let body = record.body {
+            key("body", into: &out)
+            string(body, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        if let bytes = record.bytes {
+            key("bytes", into: &out)
+            string(bytes.base64EncodedString(), into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        field("changeTag", record.changeTag, into: &out)
+        field("createdAt", ISO8601.string(from: record.createdAt), into: &out)
+        field("modifiedAt", ISO8601.string(from: record.modifiedAt), into: &out)
+        field("modifiedBy", record.modifiedBy, into: &out)
+        field("name", record.name, into: &out)
+        if let parent = record.parent { field("parent", parent, into: &out) }
+        field("recordName", record.recordName, into: &out)
+        field("recordType", record.recordType.rawValue, into: &out)
+        if let shareID = record.shareID { field("shareID", shareID, into: &out) }
+        key("zone", into: &out)
+        out += Array(#"{"name":"#.utf8)
+        string(record.zone.name, into: &out)
+        out += Array(#","owner":"#.utf8)
+        string(record.zone.owner, into: &out)
+        out += Array("}}".utf8)
+    }
+
+    private static func key(_ name: StaticString, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        out += [UInt8(ascii: "\""), UInt8(ascii: ":")]
+    }
+
+    private static func field(_ name: StaticString, _ value: String, into out: inout [UInt8]) {
+        key(name, into: &out)
+        string(value, into: &out)
+        out.append(UInt8(ascii: ","))
+    }
+
+    /// A JSON string: quotes, backslashes and control characters escaped, everything
+    /// else (UTF-8 included) copied as is.
+    static func string(_ value: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { bytes in
+            var start = 0
+            for index in bytes.indices {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                start = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+                case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+                case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+                case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+                case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out += Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count]))
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -28,6 +28,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Single-record saves (one request each).")
     var singles = 2_000
 
+    @Option(help: "Concurrent clients in the second single-save phase.")
+    var concurrency = 8
+
     @Option(help: "Bytes of text in each note.")
     var bodyBytes = 1_024
 
@@ -53,13 +56,32 @@ struct Bench: AsyncParsableCommand {
         _ = try await client.createZone(named: "bench")
         var rows: [ResultRow] = []
 
-        // Single saves: one record per request, each its own durable transaction.
+        // Single saves: one record per request, each its own durable transaction;
+        // first one request at a time (latency), then `concurrency` clients at once
+        // (throughput, as a server sees it). GRDB writes one transaction at a time.
         let singleSaves = (0..<singles).map { RecordSave(recordName: "s\($0)", recordType: .note, name: "s\($0).md", body: String(body)) }
+        let half = singles / 2
         let baseSingles = try measure { try baseline.insertEach(singleSaves) }
-        let notesSingles = try await measureAsync {
-            for save in singleSaves { _ = try await client.modify(ModifyRequest(zone: zone, saves: [save])) }
+        let notesSequential = try await measureAsync {
+            for save in singleSaves[..<half] { _ = try await client.modify(ModifyRequest(zone: zone, saves: [save])) }
         }
-        rows.append(ResultRow(name: "single saves", unit: "saves/s", count: singles, notes: notesSingles, baseline: baseSingles, aim: 0.25))
+        let concurrentSaves = Array(singleSaves[half...])
+        let lanes = concurrency
+        let notesConcurrent = try await measureAsync {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<lanes {
+                    group.addTask {
+                        for index in stride(from: lane, to: concurrentSaves.count, by: lanes) {
+                            _ = try await client.modify(ModifyRequest(zone: zone, saves: [concurrentSaves[index]]))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        let baseHalf = baseSingles / 2
+        rows.append(ResultRow(name: "single saves, 1 client", unit: "saves/s", count: half, notes: notesSequential, baseline: baseHalf, aim: 0.25))
+        rows.append(ResultRow(name: "single saves, \(lanes) clients", unit: "saves/s", count: concurrentSaves.count, notes: notesConcurrent, baseline: baseHalf, aim: 0.25))
         progress("single saves done")
 
         // Batches of 400 until the zone holds `records` records.
@@ -96,7 +118,7 @@ struct Bench: AsyncParsableCommand {
 
         let rss = daemon.residentMegabytes()
         print("")
-        print("phase".padding(toLength: 20, withPad: " ", startingAt: 0) + "notesd".leftPad(14) + "GRDB".leftPad(14) + "ratio".leftPad(8) + "aim".leftPad(8))
+        print("phase".padding(toLength: 26, withPad: " ", startingAt: 0) + "notesd".leftPad(14) + "GRDB".leftPad(14) + "ratio".leftPad(8) + "aim".leftPad(8))
         for row in rows { print(row.line) }
         print(String(format: "notesd resident memory with %d records: %.1f MB (aim < 100 MB)", records + singles, rss))
     }
@@ -118,7 +140,7 @@ struct ResultRow {
         let notesRate = Double(count) / notes
         let baseRate = Double(count) / baseline
         let ratio = notesRate / baseRate
-        return name.padding(toLength: 20, withPad: " ", startingAt: 0)
+        return name.padding(toLength: 26, withPad: " ", startingAt: 0)
             + String(format: "%8.0f", notesRate).leftPad(14)
             + String(format: "%8.0f", baseRate).leftPad(14)
             + String(format: "%.2f", ratio).leftPad(8)

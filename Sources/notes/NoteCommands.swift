@@ -30,7 +30,7 @@ struct Put: AsyncParsableCommand {
                 body: body, changeTag: existing?.changeTag)
             let result = try await client.modify(ModifyRequest(zone: zone, saves: [save]))
             let record = result.saved[0]
-            try options.emit(record) { "Saved \(name) (\(record.contentSize) bytes, change tag \(record.changeTag))." }
+            try options.emit(record) { "Saved \(name) (\(body.utf8.count) bytes, change tag \(record.changeTag))." }
         }
     }
 }

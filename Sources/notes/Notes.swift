@@ -42,7 +42,7 @@ struct ClientOptions: ParsableArguments {
         if let server = server ?? env["NOTES_SERVER"] {
             return NotesClient(endpoint: .http(server), token: token)
         }
-        let home = FileManager.default.homeDirectoryForCurrentUser.path
+        let home = env["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
         return NotesClient(endpoint: .unixSocket(socket ?? DefaultPaths.socket(environment: env, home: home)), token: token)
     }
 

@@ -9,7 +9,7 @@ struct DaemonPaths {
 
     init(dataDir: String?, socket: String?, database: String?) throws {
         let env = ProcessInfo.processInfo.environment
-        let home = FileManager.default.homeDirectoryForCurrentUser.path
+        let home = env["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
         let resolvedData = dataDir ?? DefaultPaths.dataDir(environment: env, home: home)
         self.dataDir = resolvedData
         var socketEnvironment = env

@@ -145,8 +145,13 @@ extension SQLiteStore {
                 tombstoneFilter = "owner = ? AND zone = ? AND seq > ? AND share_id IN (\(placeholders))"
                 arguments += StatementArguments(shares)
             }
-            let records = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM records WHERE \(recordFilter) ORDER BY seq LIMIT \(limit + 1)"), arguments: arguments)
-                .map { (seq: $0["seq"] as Int64, record: StoredRecord.record(from: $0, zone: zone)) }
+            var records: [(seq: Int64, record: NotesModel.Record)] = []
+            records.reserveCapacity(limit + 1)
+            let cursor = try Row.fetchCursor(db.cachedStatement(sql: "SELECT \(StoredRecord.columns) FROM records WHERE \(recordFilter) ORDER BY seq LIMIT \(limit + 1)"), arguments: arguments)
+            while let row = try cursor.next() {
+                let record = StoredRecord.record(fromColumns: row, zone: zone)
+                records.append((seq: row[9], record: record))
+            }
             let tombstones = try Row.fetchAll(db.cachedStatement(sql: "SELECT record_name, seq FROM tombstones WHERE \(tombstoneFilter) ORDER BY seq LIMIT \(limit + 1)"), arguments: arguments)
                 .map { (seq: $0["seq"] as Int64, name: $0["record_name"] as String) }
             return Self.page(records: records, tombstones: tombstones, limit: limit, token: { seq in

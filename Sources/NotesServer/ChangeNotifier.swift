@@ -71,9 +71,4 @@ public final class ChangeNotifier: Sendable {
         }
         for continuation in all { continuation.finish() }
     }
-
-    /// How many streams are open (for tests and metrics).
-    public var subscriberCount: Int {
-        state.withLock { $0.byAccount.values.reduce(0) { $0 + $1.count } }
-    }
 }

@@ -35,10 +35,4 @@ struct ShareWriter {
         }
         context.notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone))
     }
-
-    /// Marks participants' membership as changed, so their zone tokens expire and
-    /// their database changes report the zone.
-    func touchParticipant(shareID: String, account: String) {
-        context.notices.insert(ChangeNotice(account: account, scope: .shared, zone: nil))
-    }
 }

@@ -18,8 +18,7 @@ struct Put: AsyncParsableCommand {
     func run() async throws {
         try await runReporting {
             let client = options.client()
-            let me = try await client.whoami().name
-            let zone = ZoneID(owner: me, name: ZoneID.defaultZoneName)
+            let zone = try await defaultZone(of: client)
             let data = FileHandle.standardInput.readDataToEndOfFile()
             guard let body = String(data: data, encoding: .utf8) else {
                 throw NotesError(.invalidArguments, "Standard input is not UTF-8 text; notes hold markdown text.")
@@ -48,8 +47,7 @@ struct Cat: AsyncParsableCommand {
     func run() async throws {
         try await runReporting {
             let client = options.client()
-            let me = try await client.whoami().name
-            guard let record = try await findNote(named: name, in: ZoneID(owner: me, name: ZoneID.defaultZoneName), client: client) else {
+            guard let record = try await findNote(named: name, in: try await defaultZone(of: client), client: client) else {
                 throw NotesError(.unknownItem, "There is no note named \(name); `notes ls` lists them.")
             }
             if options.json {
@@ -72,14 +70,18 @@ struct List: AsyncParsableCommand {
     func run() async throws {
         try await runReporting {
             let client = options.client()
-            let me = try await client.whoami().name
-            let records = try await allRecords(in: ZoneID(owner: me, name: ZoneID.defaultZoneName), client: client)
+            let records = try await allRecords(in: try await defaultZone(of: client), client: client)
                 .filter { $0.parent == nil }.sorted { $0.name < $1.name }
             try options.emit(API.Records(records: records)) {
                 records.map { "\($0.recordType == .folder ? $0.name + "/" : $0.name)\t\($0.contentSize)" }.joined(separator: "\n")
             }
         }
     }
+}
+
+/// The default zone of the account the client acts as.
+func defaultZone(of client: NotesClient) async throws(NotesError) -> ZoneID {
+    ZoneID(owner: try await client.whoami().name, name: ZoneID.defaultZoneName)
 }
 
 /// Every record of a zone, following `moreComing`.

@@ -142,9 +142,9 @@ import Testing
         #expect(try await f.store.authenticate(token: String(forged)) == nil)
         #expect(try await f.store.authenticate(token: "ntk_0000000000000000_" + String(repeating: "A", count: 43)) == nil)
         #expect(try await f.store.authenticate(token: "garbage") == nil)
-        let shortLived = try await f.store.issueToken(for: Fixture.bob, lifetime: 0.2)
+        let shortLived = try await f.store.issueToken(for: Fixture.bob, lifetime: 1.5)
         #expect(try await f.store.authenticate(token: shortLived)?.name == Fixture.bob)
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(2_000))
         #expect(try await f.store.authenticate(token: shortLived) == nil)
         await f.expectFailure(.unknownItem) { _ = try await f.store.issueToken(for: "nobody", lifetime: nil) }
         await f.expectFailure(.constraintViolation) { _ = try await f.store.createAccount(name: Fixture.bob, email: nil, isAdmin: false) }

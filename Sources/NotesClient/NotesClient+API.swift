@@ -1,3 +1,4 @@
+import Foundation
 public import NotesModel
 
 extension NotesClient {
@@ -34,7 +35,13 @@ extension NotesClient {
     }
 
     public func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int? = nil) async throws(NotesError) -> ZoneChanges {
-        try await call(.POST, "/v1/records/changes", body: API.ZoneChangesQuery(zone: zone, since: token, limit: limit), as: ZoneChanges.self)
+        let data = try await exchange(.POST, "/v1/records/changes", body: API.ZoneChangesQuery(zone: zone, since: token, limit: limit))
+        if let page = ChangePageReader.read(data) { return page }
+        do {
+            return try NotesJSON.decoder().decode(ZoneChanges.self, from: Data(data))
+        } catch {
+            throw NotesError(.internalError, "notesd's page of changes could not be read: \(error)")
+        }
     }
 
     public func databaseChanges(scope: DatabaseScope, since token: String?) async throws(NotesError) -> DatabaseChanges {

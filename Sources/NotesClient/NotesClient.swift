@@ -55,33 +55,39 @@ public struct NotesClient: Sendable {
 
     /// Sends a request and decodes the JSON answer, or throws the server's error.
     func call<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)?, as type: Response.Type) async throws(NotesError) -> Response {
+        let data = try await exchange(method, path, body: body)
+        do {
+            return try NotesJSON.decoder().decode(Response.self, from: Data(data))
+        } catch {
+            throw NotesError(.internalError, "notesd's answer could not be read: \(error)")
+        }
+    }
+
+    /// Sends a request and returns the body of a 2xx answer; any other answer is
+    /// thrown as the server's error.
+    func exchange(_ method: HTTPMethod, _ path: String, body: (some Encodable)?) async throws(NotesError) -> [UInt8] {
         let payload: Data?
         do {
             payload = try body.map { try NotesJSON.encoder().encode($0) }
         } catch {
             throw NotesError(.invalidArguments, "Could not encode the request: \(error)")
         }
-        let data: Data
+        let data: [UInt8]
         let status: UInt
         do {
             let response = try await HTTPClient.shared.execute(request(method, path, body: payload), timeout: timeout)
             status = response.status.code
-            data = Data((try await response.body.collect(upTo: Limits.maxRequestBytes * 2)).readableBytesView)
+            data = Array((try await response.body.collect(upTo: Limits.maxRequestBytes * 2)).readableBytesView)
         } catch {
             throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint): \(error). Is it running? Start it with `notesd`, or pass --socket/--server.")
         }
-        let decoder = NotesJSON.decoder()
         guard (200..<300).contains(status) else {
-            if let body = try? decoder.decode(NotesJSON.ErrorBody.self, from: data) {
+            if let body = try? NotesJSON.decoder().decode(NotesJSON.ErrorBody.self, from: Data(data)) {
                 throw body.notesError
             }
             throw NotesError(.internalError, "notesd answered HTTP \(status) without an error body.")
         }
-        do {
-            return try decoder.decode(Response.self, from: data)
-        } catch {
-            throw NotesError(.internalError, "notesd's answer could not be read: \(error)")
-        }
+        return data
     }
 
     func get<Response: Decodable>(_ path: String, as type: Response.Type) async throws(NotesError) -> Response {

@@ -11,21 +11,21 @@ enum RecordJSONWriter {
     static func encode(_ changes: ZoneChanges) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(changes.records.reduce(256) { $0 + $1.contentSize * 4 / 3 + 320 })
-        out += Array(#"{"changeToken":"#.utf8)
+        out.append(contentsOf: #"{"changeToken":"#.utf8)
         string(changes.changeToken, into: &out)
-        out += Array(#","deleted":["#.utf8)
+        out.append(contentsOf: #","deleted":["#.utf8)
         for (index, name) in changes.deleted.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             string(name, into: &out)
         }
-        out += Array(#"],"moreComing":"#.utf8)
-        out += Array((changes.moreComing ? "true" : "false").utf8)
-        out += Array(#","records":["#.utf8)
+        out.append(contentsOf: #"],"moreComing":"#.utf8)
+        out.append(contentsOf: (changes.moreComing ? "true" : "false").utf8)
+        out.append(contentsOf: #","records":["#.utf8)
         for (index, record) in changes.records.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             self.record(record, into: &out)
         }
-        out += Array("]}".utf8)
+        out.append(contentsOf: "]}".utf8)
         return out
     }
 
@@ -51,11 +51,11 @@ enum RecordJSONWriter {
         field("recordType", record.recordType.rawValue, into: &out)
         if let shareID = record.shareID { field("shareID", shareID, into: &out) }
         key("zone", into: &out)
-        out += Array(#"{"name":"#.utf8)
+        out.append(contentsOf: #"{"name":"#.utf8)
         string(record.zone.name, into: &out)
-        out += Array(#","owner":"#.utf8)
+        out.append(contentsOf: #","owner":"#.utf8)
         string(record.zone.owner, into: &out)
-        out += Array("}}".utf8)
+        out.append(contentsOf: "}}".utf8)
     }
 
     private static func key(_ name: StaticString, into out: inout [UInt8]) {

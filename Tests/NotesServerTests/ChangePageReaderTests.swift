@@ -1,0 +1,58 @@
+import Foundation
+@testable import NotesClient
+@testable import NotesServer
+import NotesModel
+import Testing
+
+/// The client's hand-written page reader against the server's hand-written writer and
+/// against Foundation's encoder, on content that exercises every escape.
+@Suite struct ChangePageReaderTests {
+    static func record(_ name: String, body: String?, bytes: Data? = nil, parent: String? = nil, share: String? = nil) -> Record {
+        Record(recordName: name, zone: ZoneID(owner: "alice", name: "Wörk \"q\""), recordType: bytes == nil ? .note : .file, name: "\(name) 🎉.md",
+               parent: parent, body: body, bytes: bytes, createdAt: Date(timeIntervalSince1970: 1_795_000_000.5),
+               modifiedAt: Date(timeIntervalSince1970: 1_795_000_100.25), modifiedBy: "bob", changeTag: "2s", shareID: share)
+    }
+
+    static let page = ZoneChanges(
+        records: [
+            record("a", body: "quote \" backslash \\ newline \n tab \t cr \r nul \u{0} bell \u{7} é 日本 🎉 / end", parent: "p", share: "sh_1"),
+            record("b", body: nil, bytes: Data([0, 1, 2, 250, 255])),
+            record("c", body: ""),
+        ],
+        deleted: ["gone", "with \"quote\""], changeToken: "z1.1.2.0", moreComing: true)
+
+    @Test func readsWhatTheServerWrites() throws {
+        let read = try #require(ChangePageReader.read(RecordJSONWriter.encode(Self.page)))
+        #expect(read == Self.page)
+    }
+
+    @Test func readsFoundationsEncodingToo() throws {
+        let encoder = NotesJSON.encoder()
+        encoder.outputFormatting = [.prettyPrinted]
+        let read = try #require(ChangePageReader.read(Array(try encoder.encode(Self.page))))
+        #expect(read == Self.page)
+    }
+
+    @Test func readsEscapesFoundationMayUse() throws {
+        let json = #"{"changeToken":"t","deleted":["\u00e9\ud83c\udf89\/"],"moreComing":false,"records":[],"future":{"x":[1,2.5e3,null,true]}}"#
+        let read = try #require(ChangePageReader.read(Array(json.utf8)))
+        #expect(read.deleted == ["é🎉/"])
+    }
+
+    @Test(arguments: [
+        "", "{", "[]", #"{"changeToken":"t"}"#, #"{"changeToken":"t","deleted":[],"moreComing":false,"records":[{}]}"#,
+        #"{"changeToken":"t","deleted":["\ud800"],"moreComing":false,"records":[]}"#,
+        #"{"changeToken":"t","deleted":[],"moreComing":false,"records":[]} trailing"#,
+        "{\"changeToken\":\"a\u{1}b\",\"deleted\":[],\"moreComing\":false,\"records\":[]}",
+    ])
+    func refusesWhatItCannotRead(_ json: String) {
+        #expect(ChangePageReader.read(Array(json.utf8)) == nil)
+    }
+
+    @Test func survivesTruncationAtEveryByte() throws {
+        let bytes = RecordJSONWriter.encode(Self.page)
+        for length in 0..<bytes.count {
+            #expect(ChangePageReader.read(Array(bytes[..<length])) == nil)
+        }
+    }
+}

@@ -5,6 +5,15 @@ public import Foundation
 /// which dominated encoding pages of thousands of records.
 public enum ISO8601 {
     public static func string(from date: Date) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        append(date, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the 24 bytes of `string(from:)` without building a `String`, for
+    /// writers that produce JSON bytes directly.
+    public static func append(_ date: Date, to bytes: inout [UInt8]) {
         let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         var days = totalMilliseconds >= 0 ? totalMilliseconds / 86_400_000 : (totalMilliseconds - 86_399_999) / 86_400_000
         let msOfDay = totalMilliseconds - days * 86_400_000
@@ -19,25 +28,24 @@ public enum ISO8601 {
         let month = mp < 10 ? mp + 3 : mp - 9
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
 
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(24)
-        func put(_ value: Int64, _ width: Int) {
-            var digits = [UInt8](repeating: UInt8(ascii: "0"), count: width)
+        func put(_ value: Int64, _ width: Int, then separator: UInt8) {
+            var divisor: Int64 = 1
+            for _ in 1..<width { divisor *= 10 }
             var rest = value
-            for index in stride(from: width - 1, through: 0, by: -1) {
-                digits[index] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: (rest / divisor) % 10))
+                rest %= divisor
+                divisor /= 10
             }
-            bytes += digits
+            bytes.append(separator)
         }
-        put(year, 4); bytes.append(UInt8(ascii: "-"))
-        put(month, 2); bytes.append(UInt8(ascii: "-"))
-        put(day, 2); bytes.append(UInt8(ascii: "T"))
-        put(msOfDay / 3_600_000, 2); bytes.append(UInt8(ascii: ":"))
-        put(msOfDay / 60_000 % 60, 2); bytes.append(UInt8(ascii: ":"))
-        put(msOfDay / 1000 % 60, 2); bytes.append(UInt8(ascii: "."))
-        put(msOfDay % 1000, 3); bytes.append(UInt8(ascii: "Z"))
-        return String(decoding: bytes, as: UTF8.self)
+        put(year, 4, then: UInt8(ascii: "-"))
+        put(month, 2, then: UInt8(ascii: "-"))
+        put(day, 2, then: UInt8(ascii: "T"))
+        put(msOfDay / 3_600_000, 2, then: UInt8(ascii: ":"))
+        put(msOfDay / 60_000 % 60, 2, then: UInt8(ascii: ":"))
+        put(msOfDay / 1000 % 60, 2, then: UInt8(ascii: "."))
+        put(msOfDay % 1000, 3, then: UInt8(ascii: "Z"))
     }
 
     /// Parses what `string(from:)` writes (milliseconds optional); `nil` otherwise.

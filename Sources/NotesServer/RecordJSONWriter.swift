@@ -42,8 +42,8 @@ enum RecordJSONWriter {
             out.append(UInt8(ascii: ","))
         }
         field("changeTag", record.changeTag, into: &out)
-        field("createdAt", ISO8601.string(from: record.createdAt), into: &out)
-        field("modifiedAt", ISO8601.string(from: record.modifiedAt), into: &out)
+        date("createdAt", record.createdAt, into: &out)
+        date("modifiedAt", record.modifiedAt, into: &out)
         field("modifiedBy", record.modifiedBy, into: &out)
         field("name", record.name, into: &out)
         if let parent = record.parent { field("parent", parent, into: &out) }
@@ -61,7 +61,16 @@ enum RecordJSONWriter {
     private static func key(_ name: StaticString, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        out += [UInt8(ascii: "\""), UInt8(ascii: ":")]
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ":"))
+    }
+
+    private static func date(_ name: StaticString, _ value: Date, into out: inout [UInt8]) {
+        key(name, into: &out)
+        out.append(UInt8(ascii: "\""))
+        ISO8601.append(value, to: &out)
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ","))
     }
 
     private static func field(_ name: StaticString, _ value: String, into out: inout [UInt8]) {

@@ -18,6 +18,8 @@ struct IdentityMiddleware: RouterMiddleware {
     /// Unix users already resolved to accounts: saves a password-database lookup and
     /// a store read on every request of a busy client.
     let peers = PeerAccountCache()
+    /// The peer user of each open connection: asked of the kernel once per connection.
+    let connections = ConnectionPeers()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -34,7 +36,14 @@ struct IdentityMiddleware: RouterMiddleware {
             }
             return Identity(account: account, isAdmin: account.isAdmin)
         }
-        guard let uid = await PeerCredentials.uid(of: channel) else {
+        let uid: uid_t?
+        if let known = connections.uid(of: channel) {
+            uid = known
+        } else {
+            uid = await PeerCredentials.uid(of: channel)
+            if let uid { connections.remember(uid, for: channel) }
+        }
+        guard let uid else {
             throw NotesError(.notAuthenticated, "Connections over TCP need a token: pass --token or set NOTES_TOKEN.")
         }
         if let known = peers.identity(of: uid) { return known }
@@ -74,6 +83,26 @@ final class PeerAccountCache: Sendable {
         entries.withLock { entries in
             if entries.count > 10_000 { entries.removeAll() }
             entries[uid] = (identity, .now + Self.lifetime)
+        }
+    }
+}
+
+/// The peer user ID of each open Unix-socket connection, so that `SO_PEERCRED` (a
+/// round trip to the connection's event loop) is read once per connection, not once
+/// per request. An entry holds its channel, so the channel's identity cannot be
+/// reused by another connection while the entry exists; it is removed on close.
+final class ConnectionPeers: Sendable {
+    private let entries = Mutex<[ObjectIdentifier: (channel: any Channel, uid: uid_t)]>([:])
+
+    func uid(of channel: any Channel) -> uid_t? {
+        entries.withLock { $0[ObjectIdentifier(channel)]?.uid }
+    }
+
+    func remember(_ uid: uid_t, for channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        entries.withLock { $0[key] = (channel, uid) }
+        channel.closeFuture.whenComplete { [weak self] _ in
+            self?.entries.withLock { _ = $0.removeValue(forKey: key) }
         }
     }
 }

@@ -1,4 +1,7 @@
 import AsyncHTTPClient
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -79,7 +82,7 @@ public struct NotesClient: Sendable {
             status = response.status.code
             data = Array((try await response.body.collect(upTo: Limits.maxRequestBytes * 2)).readableBytesView)
         } catch {
-            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint): \(error). Is it running? Start it with `notesd`, or pass --socket/--server.")
+            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint) (\(Self.reason(error))). Is it running? Start it with `notesd`, or pass --socket/--server.")
         }
         guard (200..<300).contains(status) else {
             if let body = try? NotesJSON.decoder().decode(NotesJSON.ErrorBody.self, from: Data(data)) {
@@ -88,6 +91,14 @@ public struct NotesClient: Sendable {
             throw NotesError(.internalError, "notesd answered HTTP \(status) without an error body.")
         }
         return data
+    }
+
+    /// A short reason for a failed connection: the system's words for its errno.
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        }
+        return "\(error)"
     }
 
     func get<Response: Decodable>(_ path: String, as type: Response.Type) async throws(NotesError) -> Response {

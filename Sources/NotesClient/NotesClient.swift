@@ -25,6 +25,17 @@ public struct NotesClient: Sendable {
         }
     }
 
+    /// One HTTP client for the whole process, never shut down. Unlike AsyncHTTPClient's
+    /// shared client it does not retry failed connections until the request's deadline:
+    /// a daemon that is not running is reported at once, not after a minute, and the
+    /// callers that want to wait (the mount) retry on their own terms.
+    static let http: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .seconds(5)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     public let endpoint: Endpoint
     public let token: String?
     let timeout: TimeAmount
@@ -78,7 +89,7 @@ public struct NotesClient: Sendable {
         let data: [UInt8]
         let status: UInt
         do {
-            let response = try await HTTPClient.shared.execute(request(method, path, body: payload), timeout: timeout)
+            let response = try await NotesClient.http.execute(request(method, path, body: payload), timeout: timeout)
             status = response.status.code
             data = Array((try await response.body.collect(upTo: Limits.maxRequestBytes * 2)).readableBytesView)
         } catch {
@@ -116,7 +127,7 @@ extension NotesClient {
                 request.headers.add(name: "Content-Type", value: "application/json")
                 request.body = .bytes(ByteBuffer(bytes: body))
             }
-            let response = try await HTTPClient.shared.execute(request, timeout: timeout)
+            let response = try await NotesClient.http.execute(request, timeout: timeout)
             let buffer = try await response.body.collect(upTo: Limits.maxRequestBytes * 2)
             return (Int(response.status.code), Array(buffer.readableBytesView))
         } catch {

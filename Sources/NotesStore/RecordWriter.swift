@@ -47,7 +47,7 @@ final class RecordWriter {
         }
     }
 
-    /// Creates or updates one record and keeps a version of it.
+    /// Creates or updates one record; an update first keeps the previous state as a version.
     func save(_ save: RecordSave) throws -> NotesModel.Record {
         let existing = try StoredRecord.fetchMetadata(db, save.recordName, in: zone)
         var parentShare = access.zoneWideShare

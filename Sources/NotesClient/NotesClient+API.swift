@@ -27,7 +27,13 @@ extension NotesClient {
     }
 
     public func modify(_ request: ModifyRequest) async throws(NotesError) -> ModifyResult {
-        try await call(.POST, "/v1/records/modify", body: request, as: ModifyResult.self)
+        let data = try await exchange(.POST, "/v1/records/modify", body: request)
+        if let result = ChangePageReader.readModifyResult(data) { return result }
+        do {
+            return try NotesJSON.decoder().decode(ModifyResult.self, from: Data(data))
+        } catch {
+            throw NotesError(.internalError, "notesd's answer could not be read: \(error)")
+        }
     }
 
     public func records(_ names: [String], in zone: ZoneID) async throws(NotesError) -> [Record] {

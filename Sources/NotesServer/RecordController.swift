@@ -28,7 +28,7 @@ struct RecordController {
             let actor = try context.account().name
             var request = request
             let body = try await request.decodeJSON(ModifyRequest.self)
-            return JSONResponse.make(try await store.modify(body, actor: actor))
+            return JSONResponse.raw(RecordJSONWriter.encode(try await store.modify(body, actor: actor)))
         }
         group.post("records/lookup") { request, context in
             let actor = try context.account().name

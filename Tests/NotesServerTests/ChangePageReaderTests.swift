@@ -26,6 +26,15 @@ import Testing
         #expect(read == Self.page)
     }
 
+    @Test func readsModifyResults() throws {
+        let result = ModifyResult(saved: Self.page.records.map { var record = $0; record.body = nil; record.bytes = nil; return record }, deleted: ["x", "é\""])
+        let written = RecordJSONWriter.encode(result)
+        #expect(try NotesJSON.decoder().decode(ModifyResult.self, from: Data(written)) == result)
+        #expect(ChangePageReader.readModifyResult(written) == result)
+        #expect(ChangePageReader.readModifyResult(Array(try NotesJSON.encoder().encode(result))) == result)
+        #expect(ChangePageReader.readModifyResult(Array(#"{"saved":[]}"#.utf8)) == nil)
+    }
+
     @Test func readsFoundationsEncodingToo() throws {
         let encoder = NotesJSON.encoder()
         encoder.outputFormatting = [.prettyPrinted]

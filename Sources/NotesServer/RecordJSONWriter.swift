@@ -14,19 +14,13 @@ enum RecordJSONWriter {
         out.reserveCapacity(changes.records.reduce(256) { $0 + $1.contentSize * 4 / 3 + 320 })
         out.append(contentsOf: #"{"changeToken":"#.utf8)
         string(changes.changeToken, into: &out)
-        out.append(contentsOf: #","deleted":["#.utf8)
-        for (index, name) in changes.deleted.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            string(name, into: &out)
-        }
-        out.append(contentsOf: #"],"moreComing":"#.utf8)
+        out.append(contentsOf: #","deleted":"#.utf8)
+        strings(changes.deleted, into: &out)
+        out.append(contentsOf: #","moreComing":"#.utf8)
         out.append(contentsOf: (changes.moreComing ? "true" : "false").utf8)
-        out.append(contentsOf: #","records":["#.utf8)
-        for (index, record) in changes.records.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            self.record(record, into: &out)
-        }
-        out.append(contentsOf: "]}".utf8)
+        out.append(contentsOf: #","records":"#.utf8)
+        records(changes.records, into: &out)
+        out.append(UInt8(ascii: "}"))
         return out
     }
 
@@ -34,18 +28,30 @@ enum RecordJSONWriter {
     static func encode(_ result: ModifyResult) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + result.saved.count * 320)
-        out.append(contentsOf: #"{"deleted":["#.utf8)
-        for (index, name) in result.deleted.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            string(name, into: &out)
-        }
-        out.append(contentsOf: #"],"saved":["#.utf8)
-        for (index, record) in result.saved.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            self.record(record, into: &out)
-        }
-        out.append(contentsOf: "]}".utf8)
+        out.append(contentsOf: #"{"deleted":"#.utf8)
+        strings(result.deleted, into: &out)
+        out.append(contentsOf: #","saved":"#.utf8)
+        records(result.saved, into: &out)
+        out.append(UInt8(ascii: "}"))
         return out
+    }
+
+    private static func strings(_ values: [String], into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            string(value, into: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    private static func records(_ values: [Record], into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            record(value, into: &out)
+        }
+        out.append(UInt8(ascii: "]"))
     }
 
     static func record(_ record: Record, into out: inout [UInt8]) {

@@ -7,17 +7,11 @@ import Testing
 /// The client's hand-written page reader against the server's hand-written writer and
 /// against Foundation's encoder, on content that exercises every escape.
 @Suite struct ChangePageReaderTests {
-    static func record(_ name: String, body: String?, bytes: Data? = nil, parent: String? = nil, share: String? = nil) -> Record {
-        Record(recordName: name, zone: ZoneID(owner: "alice", name: "Wörk \"q\""), recordType: bytes == nil ? .note : .file, name: "\(name) 🎉.md",
-               parent: parent, body: body, bytes: bytes, createdAt: Date(timeIntervalSince1970: 1_795_000_000.5),
-               modifiedAt: Date(timeIntervalSince1970: 1_795_000_100.25), modifiedBy: "bob", changeTag: "2s", shareID: share)
-    }
-
     static let page = ZoneChanges(
         records: [
-            record("a", body: "quote \" backslash \\ newline \n tab \t cr \r nul \u{0} bell \u{7} é 日本 🎉 / end", parent: "p", share: "sh_1"),
-            record("b", body: nil, bytes: Data([0, 1, 2, 250, 255])),
-            record("c", body: ""),
+            RecordJSONWriterTests.record("a", body: "quote \" backslash \\ newline \n tab \t cr \r nul \u{0} bell \u{7} é 日本 🎉 / end", parent: "p", share: "sh_1"),
+            RecordJSONWriterTests.record("b", body: nil, bytes: Data([0, 1, 2, 250, 255])),
+            RecordJSONWriterTests.record("c", body: ""),
         ],
         deleted: ["gone", "with \"quote\""], changeToken: "z1.1.2.0", moreComing: true)
 

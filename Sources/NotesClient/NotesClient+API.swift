@@ -28,12 +28,7 @@ extension NotesClient {
 
     public func modify(_ request: ModifyRequest) async throws(NotesError) -> ModifyResult {
         let data = try await exchange(.POST, "/v1/records/modify", body: request)
-        if let result = ChangePageReader.readModifyResult(data) { return result }
-        do {
-            return try NotesJSON.decoder().decode(ModifyResult.self, from: Data(data))
-        } catch {
-            throw NotesError(.internalError, "notesd's answer could not be read: \(error)")
-        }
+        return try decode(data, fast: RecordJSONReader.readModifyResult)
     }
 
     public func records(_ names: [String], in zone: ZoneID) async throws(NotesError) -> [Record] {
@@ -42,12 +37,7 @@ extension NotesClient {
 
     public func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int? = nil) async throws(NotesError) -> ZoneChanges {
         let data = try await exchange(.POST, "/v1/records/changes", body: API.ZoneChangesQuery(zone: zone, since: token, limit: limit))
-        if let page = ChangePageReader.read(data) { return page }
-        do {
-            return try NotesJSON.decoder().decode(ZoneChanges.self, from: Data(data))
-        } catch {
-            throw NotesError(.internalError, "notesd's page of changes could not be read: \(error)")
-        }
+        return try decode(data, fast: RecordJSONReader.readZoneChanges)
     }
 
     public func databaseChanges(scope: DatabaseScope, since token: String?) async throws(NotesError) -> DatabaseChanges {
@@ -96,5 +86,16 @@ extension NotesClient {
 
     public func accept(url: String) async throws(NotesError) -> Share {
         try await call(.POST, "/v1/accept", body: API.Accept(url: url), as: Share.self)
+    }
+
+    /// Reads an answer with the hand-written reader of a hot path, falling back to
+    /// `JSONDecoder` for anything that reader does not expect.
+    private func decode<T: Decodable>(_ data: [UInt8], fast: ([UInt8]) -> T?) throws(NotesError) -> T {
+        if let value = fast(data) { return value }
+        do {
+            return try NotesJSON.decoder().decode(T.self, from: Data(data))
+        } catch {
+            throw NotesError(.internalError, "notesd's answer could not be read: \(error)")
+        }
     }
 }

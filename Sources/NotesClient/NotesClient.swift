@@ -56,7 +56,7 @@ public struct NotesClient: Sendable {
         }
     }
 
-    func request(_ method: HTTPMethod, _ path: String, body: Data? = nil) -> HTTPClientRequest {
+    func request(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url(path))
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
@@ -80,21 +80,13 @@ public struct NotesClient: Sendable {
     /// Sends a request and returns the body of a 2xx answer; any other answer is
     /// thrown as the server's error.
     func exchange(_ method: HTTPMethod, _ path: String, body: (some Encodable)?) async throws(NotesError) -> [UInt8] {
-        let payload: Data?
+        let payload: [UInt8]?
         do {
-            payload = try body.map { try NotesJSON.encoder().encode($0) }
+            payload = try body.map { Array(try NotesJSON.encoder().encode($0)) }
         } catch {
             throw NotesError(.invalidArguments, "Could not encode the request: \(error)")
         }
-        let data: [UInt8]
-        let status: UInt
-        do {
-            let response = try await NotesClient.http.execute(request(method, path, body: payload), timeout: timeout)
-            status = response.status.code
-            data = Array((try await response.body.collect(upTo: Limits.maxRequestBytes * 2)).readableBytesView)
-        } catch {
-            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint) (\(Self.reason(error))). Is it running? Start it with `notesd`, or pass --socket/--server.")
-        }
+        let (status, data) = try await send(method, path, body: payload)
         guard (200..<300).contains(status) else {
             if let body = try? NotesJSON.decoder().decode(NotesJSON.ErrorBody.self, from: Data(data)) {
                 throw body.notesError
@@ -102,6 +94,18 @@ public struct NotesClient: Sendable {
             throw NotesError(.internalError, "notesd answered HTTP \(status) without an error body.")
         }
         return data
+    }
+
+    /// The one place a request goes out: returns status and body whatever the
+    /// status; only a failure to reach the daemon throws.
+    func send(_ method: HTTPMethod, _ path: String, body: [UInt8]?) async throws(NotesError) -> (status: Int, body: [UInt8]) {
+        do {
+            let response = try await NotesClient.http.execute(request(method, path, body: body), timeout: timeout)
+            let buffer = try await response.body.collect(upTo: Limits.maxRequestBytes * 2)
+            return (Int(response.status.code), Array(buffer.readableBytesView))
+        } catch {
+            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint) (\(Self.reason(error))). Is it running? Start it with `notesd`, or pass --socket/--server.")
+        }
     }
 
     /// A short reason for a failed connection: the system's words for its errno.
@@ -121,17 +125,6 @@ extension NotesClient {
     /// An HTTP exchange with a raw body, for tools that test the API itself (fuzzers,
     /// malformed-input tests). Returns the status and body whatever the status is.
     public func raw(_ method: String, _ path: String, body: [UInt8]?) async throws(NotesError) -> (status: Int, body: [UInt8]) {
-        do {
-            var request = request(HTTPMethod(rawValue: method), path, body: nil)
-            if let body {
-                request.headers.add(name: "Content-Type", value: "application/json")
-                request.body = .bytes(ByteBuffer(bytes: body))
-            }
-            let response = try await NotesClient.http.execute(request, timeout: timeout)
-            let buffer = try await response.body.collect(upTo: Limits.maxRequestBytes * 2)
-            return (Int(response.status.code), Array(buffer.readableBytesView))
-        } catch {
-            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint): \(error)")
-        }
+        try await send(HTTPMethod(rawValue: method), path, body: body)
     }
 }

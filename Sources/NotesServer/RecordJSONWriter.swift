@@ -37,19 +37,18 @@ enum RecordJSONWriter {
     }
 
     private static func strings(_ values: [String], into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "["))
-        for (index, value) in values.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            string(value, into: &out)
-        }
-        out.append(UInt8(ascii: "]"))
+        array(values, into: &out, element: string)
     }
 
     private static func records(_ values: [Record], into out: inout [UInt8]) {
+        array(values, into: &out, element: record)
+    }
+
+    private static func array<T>(_ values: [T], into out: inout [UInt8], element: (T, inout [UInt8]) -> Void) {
         out.append(UInt8(ascii: "["))
         for (index, value) in values.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            record(value, into: &out)
+            element(value, &out)
         }
         out.append(UInt8(ascii: "]"))
     }

@@ -8,18 +8,18 @@ import NotesModel
 /// time of a whole fetch. This reader knows the one shape, skips keys it does not
 /// know (so the server may add fields), and returns `nil` on anything unexpected,
 /// in which case the caller decodes with `JSONDecoder` as usual.
-struct ChangePageReader {
+struct RecordJSONReader {
     private let bytes: [UInt8]
     private var index = 0
 
-    static func read(_ data: [UInt8]) -> ZoneChanges? {
-        var reader = ChangePageReader(bytes: data)
+    static func readZoneChanges(_ data: [UInt8]) -> ZoneChanges? {
+        var reader = RecordJSONReader(bytes: data)
         return try? reader.page()
     }
 
     /// Reads the answer of a modify operation, or `nil` (then use `JSONDecoder`).
     static func readModifyResult(_ data: [UInt8]) -> ModifyResult? {
-        var reader = ChangePageReader(bytes: data)
+        var reader = RecordJSONReader(bytes: data)
         return try? reader.modifyResult()
     }
 
@@ -127,7 +127,7 @@ struct ChangePageReader {
         return bytes[index]
     }
 
-    private mutating func object(_ member: (inout ChangePageReader, String) throws -> Void) throws {
+    private mutating func object(_ member: (inout RecordJSONReader, String) throws -> Void) throws {
         try expect(UInt8(ascii: "{"))
         if try peek() == UInt8(ascii: "}") { index += 1; return }
         while true {
@@ -141,7 +141,7 @@ struct ChangePageReader {
         }
     }
 
-    private mutating func array(_ element: (inout ChangePageReader) throws -> Void) throws {
+    private mutating func array(_ element: (inout RecordJSONReader) throws -> Void) throws {
         try expect(UInt8(ascii: "["))
         if try peek() == UInt8(ascii: "]") { index += 1; return }
         while true {

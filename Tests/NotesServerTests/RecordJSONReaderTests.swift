@@ -6,7 +6,7 @@ import Testing
 
 /// The client's hand-written page reader against the server's hand-written writer and
 /// against Foundation's encoder, on content that exercises every escape.
-@Suite struct ChangePageReaderTests {
+@Suite struct RecordJSONReaderTests {
     static let page = ZoneChanges(
         records: [
             RecordJSONWriterTests.record("a", body: "quote \" backslash \\ newline \n tab \t cr \r nul \u{0} bell \u{7} é 日本 🎉 / end", parent: "p", share: "sh_1"),
@@ -16,7 +16,7 @@ import Testing
         deleted: ["gone", "with \"quote\""], changeToken: "z1.1.2.0", moreComing: true)
 
     @Test func readsWhatTheServerWrites() throws {
-        let read = try #require(ChangePageReader.read(RecordJSONWriter.encode(Self.page)))
+        let read = try #require(RecordJSONReader.readZoneChanges(RecordJSONWriter.encode(Self.page)))
         #expect(read == Self.page)
     }
 
@@ -24,21 +24,21 @@ import Testing
         let result = ModifyResult(saved: Self.page.records.map { var record = $0; record.body = nil; record.bytes = nil; return record }, deleted: ["x", "é\""])
         let written = RecordJSONWriter.encode(result)
         #expect(try NotesJSON.decoder().decode(ModifyResult.self, from: Data(written)) == result)
-        #expect(ChangePageReader.readModifyResult(written) == result)
-        #expect(ChangePageReader.readModifyResult(Array(try NotesJSON.encoder().encode(result))) == result)
-        #expect(ChangePageReader.readModifyResult(Array(#"{"saved":[]}"#.utf8)) == nil)
+        #expect(RecordJSONReader.readModifyResult(written) == result)
+        #expect(RecordJSONReader.readModifyResult(Array(try NotesJSON.encoder().encode(result))) == result)
+        #expect(RecordJSONReader.readModifyResult(Array(#"{"saved":[]}"#.utf8)) == nil)
     }
 
     @Test func readsFoundationsEncodingToo() throws {
         let encoder = NotesJSON.encoder()
         encoder.outputFormatting = [.prettyPrinted]
-        let read = try #require(ChangePageReader.read(Array(try encoder.encode(Self.page))))
+        let read = try #require(RecordJSONReader.readZoneChanges(Array(try encoder.encode(Self.page))))
         #expect(read == Self.page)
     }
 
     @Test func readsEscapesFoundationMayUse() throws {
         let json = #"{"changeToken":"t","deleted":["\u00e9\ud83c\udf89\/"],"moreComing":false,"records":[],"future":{"x":[1,2.5e3,null,true]}}"#
-        let read = try #require(ChangePageReader.read(Array(json.utf8)))
+        let read = try #require(RecordJSONReader.readZoneChanges(Array(json.utf8)))
         #expect(read.deleted == ["é🎉/"])
     }
 
@@ -49,13 +49,13 @@ import Testing
         "{\"changeToken\":\"a\u{1}b\",\"deleted\":[],\"moreComing\":false,\"records\":[]}",
     ])
     func refusesWhatItCannotRead(_ json: String) {
-        #expect(ChangePageReader.read(Array(json.utf8)) == nil)
+        #expect(RecordJSONReader.readZoneChanges(Array(json.utf8)) == nil)
     }
 
     @Test func survivesTruncationAtEveryByte() throws {
         let bytes = RecordJSONWriter.encode(Self.page)
         for length in 0..<bytes.count {
-            #expect(ChangePageReader.read(Array(bytes[..<length])) == nil)
+            #expect(RecordJSONReader.readZoneChanges(Array(bytes[..<length])) == nil)
         }
     }
 }

@@ -65,6 +65,30 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // libfuse3's low-level API: a module map over a shim header (Debian's libfuse3-dev).
+        .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        // The kernel adapter: libfuse callbacks in, `FileSystem` calls out; no notes logic.
+        .target(
+            name: "NotesFS",
+            dependencies: ["CFuse"],
+            swiftSettings: strictSettings
+        ),
+        // The mount's local copy: records, contents and the upload queue in one SQLite file.
+        .target(
+            name: "NotesReplica",
+            dependencies: ["NotesModel", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
+        // The mount's file model and sync engine: the tree of notes the kernel sees, kept in
+        // step with notesd through the replica.
+        .target(
+            name: "NotesMount",
+            dependencies: [
+                "NotesModel", "NotesFS", "NotesReplica", "NotesClient",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "notesd",
             dependencies: [
@@ -79,8 +103,9 @@ let package = Package(
         .executableTarget(
             name: "notes",
             dependencies: [
-                "NotesModel", "NotesClient",
+                "NotesModel", "NotesClient", "NotesMount",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

@@ -15,11 +15,12 @@ struct Notes: AsyncParsableCommand {
 
             Examples:
               notes whoami
+              notes mount ~/Notes
               echo "# Plan" | notes put plan.md
               notes cat plan.md
               notes account create bob --email bob@example.com
             """,
-        subcommands: [Whoami.self, AccountCommand.self, Put.self, Cat.self, List.self])
+        subcommands: [Whoami.self, AccountCommand.self, Mount.self, Unmount.self, Put.self, Cat.self, List.self])
 }
 
 /// How to reach the daemon and how to print; shared by every subcommand.

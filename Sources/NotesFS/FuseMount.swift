@@ -1,0 +1,116 @@
+import CFuse
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Synchronization
+
+/// A mounted libfuse3 session that hands every kernel request to a `FileSystem`.
+///
+/// The adapter is deliberately thin: it copies names and buffers out of libfuse's
+/// memory, calls the file model, and sends exactly one reply. Timeouts are long because
+/// the model invalidates the kernel's caches itself (`KernelCache`) when others change
+/// a note.
+public final class FuseMount: KernelCache, @unchecked Sendable {
+    // @unchecked: `session` is set once in `mount()` before the loop thread starts and
+    // cleared only after it has ended; `listings` is behind its own Mutex.
+
+    public struct Options: Sendable {
+        /// Seconds the kernel may keep names and attributes without asking again.
+        public var entryTimeout: Double = 300
+        public var attributeTimeout: Double = 300
+        /// libfuse worker threads.
+        public var threads: UInt32 = 4
+        public init() {}
+    }
+
+    let fileSystem: any FileSystem
+    let options: Options
+    public let mountpoint: String
+    private var session: OpaquePointer?
+    private let listings = Mutex<[UInt64: [DirectoryEntry]]>([:])
+    private let nextListing = Atomic<UInt64>(1)
+
+    public init(mountpoint: String, fileSystem: any FileSystem, options: Options = Options()) {
+        self.mountpoint = mountpoint
+        self.fileSystem = fileSystem
+        self.options = options
+    }
+
+    /// Mounts at `mountpoint`; throws with the system's reason when it cannot.
+    public func mount() throws(FileSystemError) {
+        var arguments = ["notes", "-o", "fsname=notes,subtype=notes"]
+        let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: arguments.count + 1)
+        for (index, argument) in arguments.enumerated() { argv[index] = strdup(argument) }
+        argv[arguments.count] = nil
+        var args = fuse_args(argc: Int32(arguments.count), argv: argv, allocated: 0)
+        var operations = makeOperations()
+        // The session keeps this pointer as its userdata; balanced in `destroy`.
+        let userdata = Unmanaged.passRetained(self).toOpaque()
+        let created = fuse_session_new(&args, &operations, MemoryLayout<fuse_lowlevel_ops>.size, userdata)
+        for index in 0..<arguments.count { free(argv[index]) }
+        argv.deallocate()
+        arguments.removeAll()
+        guard let created else {
+            Unmanaged<FuseMount>.fromOpaque(userdata).release()
+            throw FileSystemError(EINVAL)
+        }
+        guard fuse_session_mount(created, mountpoint) == 0 else {
+            fuse_session_destroy(created)
+            throw FileSystemError(errno == 0 ? EIO : errno)
+        }
+        session = created
+    }
+
+    /// Serves requests until `unmount()` or an external `fusermount3 -u`; blocks the caller.
+    public func run() -> Int32 {
+        guard let session else { return -1 }
+        return notes_fuse_session_loop_mt(session, options.threads)
+    }
+
+    /// Ends the loop and detaches the mount. Safe to call from any thread, more than once.
+    public func unmount() {
+        guard let session else { return }
+        fuse_session_exit(session)
+        fuse_session_unmount(session)
+    }
+
+    /// Frees the session after `run()` returned.
+    public func close() {
+        guard let session else { return }
+        self.session = nil
+        fuse_session_destroy(session)
+    }
+
+    // MARK: KernelCache
+
+    public func invalidateContent(of inode: Inode) {
+        guard let session else { return }
+        _ = fuse_lowlevel_notify_inval_inode(session, inode, 0, 0)
+    }
+
+    public func invalidateEntry(parent: Inode, name: String) {
+        guard let session else { return }
+        var bytes = Array(name.utf8)
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                _ = fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
+            }
+        }
+    }
+
+    // MARK: Listings kept per open directory, so offsets stay stable while paging
+
+    func openListing(_ entries: [DirectoryEntry]) -> UInt64 {
+        let handle = nextListing.wrappingAdd(1, ordering: .relaxed).oldValue
+        listings.withLock { $0[handle] = entries }
+        return handle
+    }
+
+    func listing(_ handle: UInt64) -> [DirectoryEntry]? {
+        listings.withLock { $0[handle] }
+    }
+
+    func closeListing(_ handle: UInt64) {
+        _ = listings.withLock { $0.removeValue(forKey: handle) }
+    }
+}

@@ -1,0 +1,556 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+public import NotesFS
+import NotesModel
+import NotesReplica
+
+/// The kernel's calls. Each runs under the tree's lock; changes to records are saved to
+/// the replica before the call returns and then queued for upload.
+extension NoteTree: FileSystem {
+    typealias Failure = FileSystemError
+
+    func locked<T>(_ body: (inout State) throws(Failure) -> T) throws(Failure) -> T {
+        try state.withLock { (state: inout State) throws(Failure) -> T in try body(&state) }
+    }
+
+    func attributes(_ state: State, _ inode: Inode) throws(Failure) -> FileAttributes {
+        guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
+        return attributes(node, access: Self.access(state, inode, account: account))
+    }
+
+    // MARK: Names
+
+    public func lookup(parent: Inode, name: String) throws(FileSystemError) -> FileAttributes {
+        try locked { state throws(Failure) in
+            guard let folder = state.nodes[parent] else { throw Failure(ENOENT) }
+            guard folder.isDirectory else { throw Failure(ENOTDIR) }
+            guard let inode = folder.children[name] else { throw Failure(ENOENT) }
+            state.nodes[inode]!.lookups += 1
+            return try attributes(state, inode)
+        }
+    }
+
+    public func retain(_ inode: Inode) {
+        state.withLock { state in state.nodes[inode]?.lookups += 1 }
+    }
+
+    public func forget(_ inode: Inode, count: UInt64) {
+        state.withLock { state in
+            guard var node = state.nodes[inode] else { return }
+            node.lookups = node.lookups >= count ? node.lookups - count : 0
+            state.nodes[inode] = node
+            Self.dropIfUnused(&state, inode)
+        }
+    }
+
+    public func attributes(of inode: Inode) throws(FileSystemError) -> FileAttributes {
+        try locked { state throws(Failure) in try attributes(state, inode) }
+    }
+
+    public func list(_ inode: Inode) throws(FileSystemError) -> [DirectoryEntry] {
+        try locked { state throws(Failure) in
+            guard let folder = state.nodes[inode] else { throw Failure(ENOENT) }
+            guard folder.isDirectory else { throw Failure(ENOTDIR) }
+            return try folder.children.sorted { $0.key < $1.key }.map { (name, child) throws(Failure) in
+                DirectoryEntry(name: name, attributes: try attributes(state, child))
+            }
+        }
+    }
+
+    // MARK: Creating and removing
+
+    public func create(parent: Inode, name: String, mode: OpenMode) throws(FileSystemError) -> (FileAttributes, UInt64) {
+        let result = try locked { state throws(Failure) in
+            let inode = try makeNode(&state, parent: parent, name: name, directory: false)
+            state.nodes[inode]!.lookups += 1
+            state.nodes[inode]!.openCount += 1
+            return (try attributes(state, inode), Self.newHandle(&state))
+        }
+        return result
+    }
+
+    public func makeDirectory(parent: Inode, name: String) throws(FileSystemError) -> FileAttributes {
+        let result = try locked { state throws(Failure) in
+            let inode = try makeNode(&state, parent: parent, name: name, directory: true)
+            state.nodes[inode]!.lookups += 1
+            try persist(&state, inode)
+            return try attributes(state, inode)
+        }
+        onLocalChange()
+        return result
+    }
+
+    /// A new file or folder in `parent`: a scratch file for editor names, a zone for a
+    /// folder made in `private/`, else a record (taking back a record that an editor
+    /// renamed away from this very name a moment ago).
+    private func makeNode(_ state: inout State, parent: Inode, name: String, directory: Bool) throws(Failure) -> Inode {
+        guard let folder = state.nodes[parent], folder.attached || parent == InodeNumbers.root else { throw Failure(ENOENT) }
+        guard folder.isDirectory else { throw Failure(ENOTDIR) }
+        guard Self.access(state, parent, account: account).mayWrite else { throw Failure(EACCES) }
+        guard folder.children[name] == nil else { throw Failure(EEXIST) }
+        do { try Names.validateComponent(name, what: "name") } catch { throw Failure(EINVAL) }
+        let now = Date().timeIntervalSince1970
+        var node = Node(inode: 0, parent: parent, name: name, kind: .scratch, isDirectory: directory, modified: now, changed: now, accessed: now)
+        var inode: Inode
+        if !directory && ScratchNames.isScratch(name) {
+            inode = Self.newLocalInode(&state)
+            node.content = []
+        } else if directory && parent == InodeNumbers.privateRoot {
+            let zone = ZoneID(owner: account, name: name)
+            do {
+                try replica.saveZone(ReplicaZone(id: zone, scope: .private, changeToken: nil, pending: .create))
+            } catch {
+                throw Errno.of(error)
+            }
+            state.zones[zone] = .private
+            return Self.zoneContainer(&state, zone, scope: .private)
+        } else {
+            guard let (zone, parentRecord) = Self.container(state, parent) else { throw Failure(EACCES) }
+            let key: RecordKey
+            if !directory, let taken = state.detached.removeValue(forKey: DetachedName(parent: parent, name: name)) {
+                key = taken.record.key
+                node.recordType = taken.record.recordType
+                node.recordParent = taken.record.parent
+                node.shareID = taken.record.shareID
+            } else {
+                key = RecordKey(zone: zone, recordName: UUID().uuidString.lowercased())
+                node.recordType = directory ? .folder : Self.recordType(forName: name)
+                node.recordParent = parentRecord
+                node.shareID = folder.shareID ?? state.shares.values.first { $0.zone == zone && $0.isZoneWide }?.id
+            }
+            node.kind = .record(key)
+            node.content = directory ? nil : []
+            node.contentDirty = !directory
+            inode = InodeNumbers.record(key)
+            if state.nodes[inode] != nil { inode = Self.newLocalInode(&state) }
+            state.index[key] = inode
+        }
+        node = Node(
+            inode: inode, parent: parent, name: name, kind: node.kind, isDirectory: directory, recordType: node.recordType,
+            shareID: node.shareID, recordParent: node.recordParent, modified: now, changed: now, accessed: now,
+            content: node.content, contentDirty: node.contentDirty)
+        state.nodes[inode] = node
+        state.nodes[parent]!.children[name] = inode
+        state.nodes[parent]!.modified = now
+        return inode
+    }
+
+    static func recordType(forName name: String) -> RecordType {
+        name.lowercased().hasSuffix(".md") ? .note : .file
+    }
+
+    public func unlink(parent: Inode, name: String) throws(FileSystemError) {
+        try locked { state throws(Failure) in
+            let inode = try removable(state, parent: parent, name: name)
+            guard !state.nodes[inode]!.isDirectory else { throw Failure(EISDIR) }
+            try remove(&state, inode)
+        }
+        onLocalChange()
+    }
+
+    public func removeDirectory(parent: Inode, name: String) throws(FileSystemError) {
+        try locked { state throws(Failure) in
+            let inode = try removable(state, parent: parent, name: name)
+            let node = state.nodes[inode]!
+            guard node.isDirectory else { throw Failure(ENOTDIR) }
+            guard node.children.isEmpty else { throw Failure(ENOTEMPTY) }
+            if case .zoneFolder(let zone) = node.kind {
+                do throws(ReplicaError) {
+                    try replica.saveZone(ReplicaZone(id: zone, scope: .private, changeToken: nil, pending: .delete))
+                } catch {
+                    throw Errno.of(error)
+                }
+                state.zones[zone] = nil
+                Self.detach(&state, inode)
+                return
+            }
+            try remove(&state, inode)
+        }
+        onLocalChange()
+    }
+
+    /// The node `name` in `parent`, if the account may remove it from there.
+    private func removable(_ state: State, parent: Inode, name: String) throws(Failure) -> Inode {
+        guard let folder = state.nodes[parent] else { throw Failure(ENOENT) }
+        guard folder.isDirectory else { throw Failure(ENOTDIR) }
+        guard let inode = folder.children[name] else { throw Failure(ENOENT) }
+        guard Self.access(state, parent, account: account).mayWrite, Self.access(state, inode, account: account).mayWrite,
+              !Self.isShareRootForParticipant(state, inode, account: account)
+        else { throw Failure(EACCES) }
+        if case .ownerFolder = state.nodes[inode]!.kind { throw Failure(EACCES) }
+        return inode
+    }
+
+    /// Deletes a node's record (queued for upload) and takes it out of its folder.
+    private func remove(_ state: inout State, _ inode: Inode) throws(Failure) {
+        if let key = state.nodes[inode]!.recordKey {
+            do { try replica.deleteLocal(key) } catch { throw Errno.of(error) }
+            if state.index[key] == inode { state.index[key] = nil }
+            // An open handle keeps reading what it had; the file is scratch from now on.
+            if state.nodes[inode]!.openCount > 0 && state.nodes[inode]!.content == nil {
+                state.nodes[inode]!.content = (try? replica.content(of: key)) ?? []
+            }
+            state.nodes[inode]!.kind = .scratch
+        }
+        Self.detach(&state, inode)
+    }
+
+    // MARK: Rename
+
+    public func rename(parent: Inode, name: String, newParent: Inode, newName: String, noReplace: Bool) throws(FileSystemError) {
+        try locked { state throws(Failure) in
+            try rename(&state, parent: parent, name: name, newParent: newParent, newName: newName, noReplace: noReplace)
+        }
+        onLocalChange()
+    }
+
+    private func rename(_ state: inout State, parent: Inode, name: String, newParent: Inode, newName: String, noReplace: Bool) throws(Failure) {
+        let inode = try removable(state, parent: parent, name: name)
+        guard let target = state.nodes[newParent], target.isDirectory else { throw Failure(ENOTDIR) }
+        guard Self.access(state, newParent, account: account).mayWrite else { throw Failure(EACCES) }
+        do { try Names.validateComponent(newName, what: "name") } catch { throw Failure(EINVAL) }
+        if parent == newParent && name == newName { return }
+        var node = state.nodes[inode]!
+        if case .zoneFolder = node.kind { throw Failure(EXDEV) }
+        let existing = target.children[newName]
+        if let existing {
+            if noReplace { throw Failure(EEXIST) }
+            let other = state.nodes[existing]!
+            if other.isDirectory != node.isDirectory { throw Failure(node.isDirectory ? ENOTDIR : EISDIR) }
+            if other.isDirectory && !other.children.isEmpty { throw Failure(ENOTEMPTY) }
+            guard Self.access(state, existing, account: account).mayWrite, !Self.isShareRootForParticipant(state, existing, account: account) else {
+                throw Failure(EACCES)
+            }
+            if case .zoneFolder = other.kind { throw Failure(EXDEV) }
+        }
+        // Records never leave their zone (parents stay inside one zone): EXDEV makes
+        // `mv` copy instead.
+        let source = Self.container(state, parent)
+        guard let destination = Self.container(state, newParent) else { throw Failure(EACCES) }
+        if node.kind != .scratch && source?.zone != destination.zone { throw Failure(EXDEV) }
+        if node.isDirectory {
+            var walk = newParent
+            while walk > InodeNumbers.root {
+                if walk == inode { throw Failure(EINVAL) }
+                walk = state.nodes[walk]?.parent ?? 0
+            }
+        }
+
+        let now = Date().timeIntervalSince1970
+        let toScratch = !node.isDirectory && ScratchNames.isScratch(newName)
+        var deleteAfter: RecordKey?
+        if toScratch, let key = node.recordKey {
+            // An editor moves the note aside (vim's backup): the record waits for a new
+            // file under the old name, and the renamed file is a local backup.
+            try loadContent(&state, inode)
+            node = state.nodes[inode]!
+            let record = ReplicaRecord(
+                zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: name, parent: node.recordParent,
+                size: node.content?.count ?? 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: node.modified, modifiedBy: account)
+            state.detached[DetachedName(parent: parent, name: name)] = DetachedRecord(record: record, since: now)
+            state.index[key] = nil
+            node.kind = .scratch
+        } else if !node.isDirectory && !toScratch {
+            var identity: (key: RecordKey, type: RecordType?, parent: String?, share: String?)?
+            if let existing, let key = state.nodes[existing]!.recordKey {
+                let other = state.nodes[existing]!
+                identity = (key, other.recordType, other.recordParent, other.shareID)
+            } else if let taken = state.detached.removeValue(forKey: DetachedName(parent: newParent, name: newName)) {
+                identity = (taken.record.key, taken.record.recordType, taken.record.parent, taken.record.shareID)
+            }
+            if let identity {
+                // Write-then-rename over a note: the note keeps its record (and so its share,
+                // participants and history) and takes the new content.
+                try loadContent(&state, inode)
+                node = state.nodes[inode]!
+                if let own = node.recordKey, own != identity.key {
+                    deleteAfter = own
+                    if state.index[own] == inode { state.index[own] = nil }
+                }
+                if let existing { state.nodes[existing]!.kind = .scratch }
+                node.kind = .record(identity.key)
+                node.recordType = identity.type ?? Self.recordType(forName: newName)
+                node.recordParent = identity.parent
+                node.shareID = identity.share
+                node.contentDirty = true
+                state.index[identity.key] = inode
+            } else if node.kind == .scratch {
+                try loadContent(&state, inode)
+                node = state.nodes[inode]!
+                let key = RecordKey(zone: destination.zone, recordName: UUID().uuidString.lowercased())
+                node.kind = .record(key)
+                node.recordType = Self.recordType(forName: newName)
+                node.recordParent = destination.parent
+                node.shareID = target.shareID
+                node.contentDirty = true
+                state.index[key] = inode
+            } else {
+                node.recordParent = destination.parent
+            }
+        } else {
+            node.recordParent = destination.parent
+        }
+        if let existing {
+            let replaced = state.nodes[existing]!
+            if let key = replaced.recordKey {
+                do { try replica.deleteLocal(key) } catch { throw Errno.of(error) }
+                state.index[key] = nil
+                state.nodes[existing]!.kind = .scratch
+            }
+            Self.detach(&state, existing)
+        }
+        state.nodes[parent]!.children[name] = nil
+        state.nodes[parent]!.modified = now
+        node.parent = newParent
+        node.name = newName
+        node.changed = now
+        state.nodes[inode] = node
+        state.nodes[newParent]!.children[newName] = inode
+        state.nodes[newParent]!.modified = now
+        if node.recordKey != nil { try persist(&state, inode) }
+        if let deleteAfter {
+            do { try replica.deleteLocal(deleteAfter) } catch { throw Errno.of(error) }
+        }
+    }
+
+    // MARK: Content
+
+    func loadContent(_ state: inout State, _ inode: Inode) throws(Failure) {
+        guard let node = state.nodes[inode], node.content == nil, !node.isDirectory else { return }
+        var content: [UInt8] = []
+        if let key = node.recordKey {
+            do { content = try replica.content(of: key) ?? [] } catch { throw Errno.of(error) }
+        }
+        state.nodes[inode]!.content = content
+    }
+
+    /// Saves a record node to the replica (content too when it changed) and queues it.
+    func persist(_ state: inout State, _ inode: Inode, durable: Bool = false) throws(Failure) {
+        guard var node = state.nodes[inode], let key = node.recordKey else {
+            state.nodes[inode]?.contentDirty = false
+            return
+        }
+        let size = node.content?.count ?? node.size
+        let record = ReplicaRecord(
+            zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: node.name, parent: node.recordParent,
+            size: size, shareID: node.shareID, changeTag: nil, createdAt: node.changed, modifiedAt: node.modified, modifiedBy: account)
+        do {
+            try replica.saveLocal(record, content: node.contentDirty ? (node.content ?? []) : nil, durable: durable)
+        } catch {
+            throw Errno.of(error)
+        }
+        node.size = size
+        node.contentDirty = false
+        state.nodes[inode] = node
+    }
+
+    public func open(_ inode: Inode, mode: OpenMode) throws(FileSystemError) -> UInt64 {
+        try locked { state throws(Failure) in
+            guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
+            guard !node.isDirectory else { throw Failure(EISDIR) }
+            if mode.writes && !Self.access(state, inode, account: account).mayWrite { throw Failure(EACCES) }
+            try loadContent(&state, inode)
+            if mode.truncates && !(state.nodes[inode]!.content?.isEmpty ?? true) {
+                state.nodes[inode]!.content = []
+                state.nodes[inode]!.contentDirty = true
+                state.nodes[inode]!.modified = Date().timeIntervalSince1970
+            }
+            state.nodes[inode]!.openCount += 1
+            return Self.newHandle(&state)
+        }
+    }
+
+    public func read(_ inode: Inode, handle: UInt64, offset: Int, size: Int) throws(FileSystemError) -> [UInt8] {
+        try locked { state throws(Failure) in
+            guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
+            try loadContent(&state, inode)
+            let content = state.nodes[inode]!.content ?? []
+            guard offset < content.count else { return [] }
+            return Array(content[offset..<min(content.count, offset + size)])
+        }
+    }
+
+    public func write(_ inode: Inode, handle: UInt64, offset: Int, bytes: UnsafeRawBufferPointer) throws(FileSystemError) -> Int {
+        try locked { state throws(Failure) in
+            guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
+            guard Self.access(state, inode, account: account).mayWrite else { throw Failure(EACCES) }
+            let end = offset + bytes.count
+            if end > Limits.maxBodyBytes { throw Failure(EFBIG) }
+            try loadContent(&state, inode)
+            var content = state.nodes[inode]!.content ?? []
+            state.nodes[inode]!.content = nil
+            if content.count < end { content.append(contentsOf: repeatElement(0, count: end - content.count)) }
+            content.replaceSubrange(offset..<end, with: bytes)
+            state.nodes[inode]!.content = content
+            state.nodes[inode]!.contentDirty = true
+            state.nodes[inode]!.modified = Date().timeIntervalSince1970
+            return bytes.count
+        }
+    }
+
+    public func flush(_ inode: Inode, handle: UInt64) throws(FileSystemError) {
+        let saved = try locked { state throws(Failure) in
+            guard state.nodes[inode]?.contentDirty == true else { return false }
+            try persist(&state, inode)
+            return true
+        }
+        if saved { onLocalChange() }
+    }
+
+    public func fsync(_ inode: Inode, handle: UInt64) throws(FileSystemError) {
+        let saved = try locked { state throws(Failure) in
+            guard state.nodes[inode]?.contentDirty == true else { return false }
+            try persist(&state, inode, durable: true)
+            return true
+        }
+        if saved {
+            onLocalChange()
+        } else {
+            do { try replica.makeDurable() } catch { throw Errno.of(error) }
+        }
+    }
+
+    public func release(_ inode: Inode, handle: UInt64) {
+        let saved = state.withLock { state in
+            guard var node = state.nodes[inode] else { return false }
+            node.openCount = max(0, node.openCount - 1)
+            state.nodes[inode] = node
+            var saved = false
+            if node.openCount == 0 {
+                if node.contentDirty { saved = (try? persist(&state, inode)) != nil }
+                // Records go back to the replica for their content; scratch files keep theirs.
+                if state.nodes[inode]?.recordKey != nil { state.nodes[inode]?.content = nil }
+                Self.dropIfUnused(&state, inode)
+            }
+            return saved
+        }
+        if saved { onLocalChange() }
+    }
+
+    public func setAttributes(of inode: Inode, _ changes: AttributeChanges) throws(FileSystemError) -> FileAttributes {
+        var saved = false
+        let result = try locked { state throws(Failure) in
+            guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
+            let current = try attributes(state, inode)
+            let mayWrite = Self.access(state, inode, account: account).mayWrite
+            if let permissions = changes.permissions, permissions != current.permissions { throw Failure(EPERM) }
+            if let uid = changes.uid, uid != current.uid { throw Failure(EPERM) }
+            if let gid = changes.gid, gid != current.gid { throw Failure(EPERM) }
+            if (changes.size != nil || changes.modified != nil || changes.accessed != nil) && !mayWrite { throw Failure(EACCES) }
+            if let size = changes.size {
+                guard !node.isDirectory else { throw Failure(EISDIR) }
+                if size > UInt64(Limits.maxBodyBytes) { throw Failure(EFBIG) }
+                try loadContent(&state, inode)
+                var content = state.nodes[inode]!.content ?? []
+                if content.count != Int(size) {
+                    if content.count > Int(size) {
+                        content.removeSubrange(Int(size)...)
+                    } else {
+                        content.append(contentsOf: repeatElement(0, count: Int(size) - content.count))
+                    }
+                    state.nodes[inode]!.content = content
+                    state.nodes[inode]!.contentDirty = true
+                    state.nodes[inode]!.modified = Date().timeIntervalSince1970
+                }
+                // `truncate(1)` on a path may never open the file: save now.
+                if state.nodes[inode]!.openCount == 0 && state.nodes[inode]!.contentDirty {
+                    try persist(&state, inode)
+                    state.nodes[inode]!.content = nil
+                    saved = true
+                }
+            }
+            if let modified = changes.modified { state.nodes[inode]!.modified = modified }
+            if let accessed = changes.accessed { state.nodes[inode]!.accessed = accessed }
+            return try attributes(state, inode)
+        }
+        if saved { onLocalChange() }
+        return result
+    }
+
+    // MARK: Extended attributes, access, statistics
+
+    static let attributePrefix = "user.notes."
+
+    public func extendedAttributeNames(of inode: Inode) throws(FileSystemError) -> [String] {
+        try locked { state throws(Failure) in Array(try extendedAttributes(state, inode).keys).sorted() }
+    }
+
+    public func extendedAttribute(of inode: Inode, name: String) throws(FileSystemError) -> [UInt8] {
+        try locked { state throws(Failure) in
+            guard let value = try extendedAttributes(state, inode)[name] else { throw Failure(ENODATA) }
+            return Array(value.utf8)
+        }
+    }
+
+    /// `user.notes.record`, `.zone`, `.share`, `.permission`, `.participants` (SPEC section 8).
+    private func extendedAttributes(_ state: State, _ inode: Inode) throws(Failure) -> [String: String] {
+        guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
+        var values: [String: String] = [:]
+        let shareID: String?
+        switch node.kind {
+        case .record(let key):
+            values["record"] = key.recordName
+            values["zone"] = key.zone.description
+            shareID = node.shareID
+        case .zoneFolder(let zone):
+            values["zone"] = zone.description
+            shareID = state.shares.values.first { $0.zone == zone && $0.isZoneWide }?.id
+        case .privateRoot:
+            values["zone"] = ZoneID(owner: account, name: ZoneID.defaultZoneName).description
+            shareID = nil
+        default:
+            return [:]
+        }
+        switch Self.access(state, inode, account: account) {
+        case .owner: values["permission"] = "owner"
+        case .readWrite: values["permission"] = "readWrite"
+        case .readOnly, .fixed: values["permission"] = "readOnly"
+        }
+        if let shareID, let share = state.shares[shareID] {
+            values["share"] = shareID
+            if let json = try? NotesJSON.encoder().encode(share.participants) { values["participants"] = String(decoding: json, as: UTF8.self) }
+        } else if let shareID {
+            values["share"] = shareID
+        }
+        return Dictionary(uniqueKeysWithValues: values.map { (Self.attributePrefix + $0.key, $0.value) })
+    }
+
+    public func setExtendedAttribute(of inode: Inode, name: String, value: [UInt8]) throws(FileSystemError) {
+        try refuseAttributeChange(inode, name: name)
+    }
+
+    public func removeExtendedAttribute(of inode: Inode, name: String) throws(FileSystemError) {
+        try refuseAttributeChange(inode, name: name)
+    }
+
+    /// Extended attributes describe the record; nothing else is stored.
+    private func refuseAttributeChange(_ inode: Inode, name: String) throws(Failure) {
+        try locked { state throws(Failure) in
+            guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
+            guard Self.access(state, inode, account: account).mayWrite else { throw Failure(EACCES) }
+            if name.hasPrefix(Self.attributePrefix) { throw Failure(EPERM) }
+            throw Failure(ENOTSUP)
+        }
+    }
+
+    public func checkAccess(_ inode: Inode, mask: Int32) throws(FileSystemError) {
+        try locked { state throws(Failure) in
+            guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
+            if mask & W_OK != 0 && !Self.access(state, inode, account: account).mayWrite { throw Failure(EACCES) }
+        }
+    }
+
+    public func statistics() -> FileSystemStatistics {
+        var info = statvfs()
+        let files = UInt64(state.withLock { $0.nodes.count })
+        if statvfs(cacheDirectory, &info) == 0 {
+            let scale = UInt64(info.f_frsize) / 4096
+            return FileSystemStatistics(
+                totalBlocks: UInt64(info.f_blocks) * max(scale, 1), freeBlocks: UInt64(info.f_bavail) * max(scale, 1),
+                files: files + UInt64(info.f_ffree), freeFiles: UInt64(info.f_ffree))
+        }
+        return FileSystemStatistics(totalBlocks: 1 << 20, freeBlocks: 1 << 19, files: files, freeFiles: 1 << 20)
+    }
+}

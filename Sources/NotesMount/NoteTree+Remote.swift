@@ -1,0 +1,102 @@
+import Foundation
+import NotesFS
+public import NotesModel
+public import NotesReplica
+
+/// Changes that come from the server (through the sync engine), shown in the tree with
+/// the kernel's caches invalidated so that `cat`, editors and watchers see them.
+extension NoteTree {
+    /// Shows what the replica took from a page of the server's changes.
+    public func applyRemote(_ effects: RemoteEffects) {
+        var invalidations: [Invalidation] = []
+        state.withLock { state in
+            Self.place(&state, effects.updated, invalidations: &invalidations)
+            for key in effects.removed { Self.removeRecordNode(&state, key, replica: replica, invalidations: &invalidations) }
+        }
+        invalidate(invalidations)
+    }
+
+    /// Takes records out of the tree (deleted elsewhere, or a local change the server refused).
+    public func removeRecords(_ keys: [RecordKey]) {
+        applyRemote({ var effects = RemoteEffects(); effects.removed = keys; return effects }())
+    }
+
+    static func removeRecordNode(_ state: inout State, _ key: RecordKey, replica: Replica, invalidations: inout [Invalidation]) {
+        guard let inode = state.index[key], let node = state.nodes[inode] else { return }
+        invalidations.append(.entry(node.parent, node.name))
+        invalidations.append(.content(node.parent))
+        state.index[key] = nil
+        if node.openCount > 0 && node.content == nil { state.nodes[inode]!.content = [] }
+        state.nodes[inode]!.kind = .scratch
+        detach(&state, inode)
+    }
+
+    /// The zones the account sees now; a zone that went away (deleted, share left or
+    /// stopped, participant removed) takes its folder with it.
+    public func zoneRemoved(_ zone: ZoneID, records: [RecordKey]) {
+        var invalidations: [Invalidation] = []
+        state.withLock { state in
+            for key in records { Self.removeRecordNode(&state, key, replica: replica, invalidations: &invalidations) }
+            state.zones[zone] = nil
+            let folder = InodeNumbers.zoneFolder(zone)
+            if let node = state.nodes[folder], node.attached {
+                invalidations.append(.entry(node.parent, node.name))
+                Self.detach(&state, folder)
+            }
+            // An owner folder with nothing left in it goes too.
+            let owner = InodeNumbers.ownerFolder(zone.owner)
+            if let node = state.nodes[owner], node.attached, node.children.isEmpty {
+                invalidations.append(.entry(InodeNumbers.sharedRoot, node.name))
+                Self.detach(&state, owner)
+            }
+        }
+        invalidate(invalidations)
+    }
+
+    /// Records a zone the server lists, so its records find their folder.
+    public func zoneSeen(_ zone: ZoneID, scope: DatabaseScope) {
+        var invalidations: [Invalidation] = []
+        state.withLock { state in
+            guard state.zones[zone] == nil else { return }
+            state.zones[zone] = scope
+            // Zone-wide shares show as folders at once; hierarchy shares show their roots.
+            if scope == .private || state.shares.values.contains(where: { $0.zone == zone && $0.isZoneWide }) {
+                let inode = Self.zoneContainer(&state, zone, scope: scope)
+                if let node = state.nodes[inode] { invalidations.append(.entry(node.parent, node.name)) }
+            }
+        }
+        invalidate(invalidations)
+    }
+
+    /// The shares the account owns or accepted; permissions and extended attributes
+    /// follow them, so changed ones drop the kernel's cached attributes.
+    public func setShares(_ shares: [Share]) {
+        var invalidations: [Invalidation] = []
+        state.withLock { state in
+            let old = state.shares
+            state.shares = Dictionary(shares.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            let changed = Set(old.keys).union(state.shares.keys).filter { old[$0] != state.shares[$0] }
+            guard !changed.isEmpty else { return }
+            for (inode, node) in state.nodes {
+                let zoneWide: Bool
+                if case .zoneFolder = node.kind { zoneWide = true } else { zoneWide = false }
+                if zoneWide || node.shareID.map(changed.contains) == true { invalidations.append(.content(inode)) }
+            }
+        }
+        invalidate(invalidations)
+    }
+
+    /// Records an editor moved aside and did not take back within `age` seconds: their
+    /// notes were really renamed away (or deleted), so they are deleted.
+    public func expireDetached(olderThan age: Double) -> [RecordKey] {
+        let now = Date().timeIntervalSince1970
+        return state.withLock { state in
+            let expired = state.detached.filter { now - $0.value.since > age }
+            for name in expired.keys { state.detached[name] = nil }
+            return expired.values.map(\.record.key)
+        }
+    }
+
+    /// How many nodes the tree holds (for logs and tests).
+    public var nodeCount: Int { state.withLock { $0.nodes.count } }
+}

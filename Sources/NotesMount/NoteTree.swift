@@ -1,0 +1,299 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+public import NotesFS
+import NotesModel
+public import NotesReplica
+import Synchronization
+
+/// The file model of a mount: the folder tree of `private/` and `shared/`, built from
+/// the replica, changed by the kernel's calls (saved to the replica and queued for
+/// upload) and by the server's changes (which invalidate the kernel's caches).
+///
+/// One lock guards the whole tree; calls are short and never wait on the network.
+public final class NoteTree: Sendable {
+    struct State {
+        var account: String
+        var nodes: [Inode: Node] = [:]
+        var index: [RecordKey: Inode] = [:]
+        var shares: [String: Share] = [:]
+        var zones: [ZoneID: DatabaseScope] = [:]
+        /// Records whose file an editor renamed to a backup name: the next file created
+        /// under the old name takes the record back (vim's backup-and-rename save).
+        var detached: [DetachedName: DetachedRecord] = [:]
+        var nextLocalInode: Inode = InodeNumbers.localBit
+        var nextHandle: UInt64 = 1
+    }
+
+    struct DetachedName: Hashable {
+        var parent: Inode
+        var name: String
+    }
+
+    struct DetachedRecord {
+        var record: ReplicaRecord
+        var since: Double
+    }
+
+    let state: Mutex<State>
+    let replica: Replica
+    /// The account the mount belongs to.
+    public let account: String
+    let uid: UInt32
+    let gid: UInt32
+    let cacheDirectory: String
+    /// Called after every local change that the sync engine should upload.
+    let onLocalChange: @Sendable () -> Void
+    let kernel = Mutex<(any KernelCache)?>(nil)
+
+    public init(account: String, replica: Replica, cacheDirectory: String, onLocalChange: @escaping @Sendable () -> Void) throws(ReplicaError) {
+        self.account = account
+        self.replica = replica
+        self.cacheDirectory = cacheDirectory
+        self.onLocalChange = onLocalChange
+        uid = getuid()
+        gid = getgid()
+        state = Mutex(State(account: account))
+        let loaded = try replica.load()
+        let now = Date().timeIntervalSince1970
+        state.withLock { state in
+            for (inode, name, kind) in [(InodeNumbers.root, "", NodeKind.root), (InodeNumbers.privateRoot, "private", .privateRoot), (InodeNumbers.sharedRoot, "shared", .sharedRoot)] {
+                state.nodes[inode] = Node(inode: inode, parent: InodeNumbers.root, name: name, kind: kind, isDirectory: true, modified: now, changed: now, accessed: now)
+            }
+            state.nodes[InodeNumbers.root]!.lookups = 1
+            state.nodes[InodeNumbers.root]!.children = ["private": InodeNumbers.privateRoot, "shared": InodeNumbers.sharedRoot]
+            for share in loaded.shares { state.shares[share.id] = share }
+            for zone in loaded.zones where zone.pending != .delete {
+                state.zones[zone.id] = zone.scope
+                _ = Self.zoneContainer(&state, zone.id, scope: zone.scope)
+            }
+            var invalidations: [Invalidation] = []
+            Self.place(&state, loaded.records, invalidations: &invalidations)
+        }
+    }
+
+    /// Connects the kernel's caches once the mount exists.
+    public func attach(_ cache: any KernelCache) {
+        kernel.withLock { $0 = cache }
+    }
+
+    // MARK: Building blocks (all called with the lock held)
+
+    static func newLocalInode(_ state: inout State) -> Inode {
+        state.nextLocalInode += 1
+        return state.nextLocalInode
+    }
+
+    static func newHandle(_ state: inout State) -> UInt64 {
+        state.nextHandle += 1
+        return state.nextHandle
+    }
+
+    /// The folder node that shows the root of `zone`, made on first use: `private/`
+    /// for the default zone, `private/<zone>/`, or `shared/<owner>/<zone>/`.
+    static func zoneContainer(_ state: inout State, _ zone: ZoneID, scope: DatabaseScope) -> Inode {
+        if scope == .private && zone.isDefault { return InodeNumbers.privateRoot }
+        let parent = scope == .private ? InodeNumbers.privateRoot : ownerFolder(&state, zone.owner)
+        return folder(&state, inode: InodeNumbers.zoneFolder(zone), kind: .zoneFolder(zone), name: zone.name, parent: parent)
+    }
+
+    static func ownerFolder(_ state: inout State, _ owner: String) -> Inode {
+        folder(&state, inode: InodeNumbers.ownerFolder(owner), kind: .ownerFolder(owner), name: owner, parent: InodeNumbers.sharedRoot)
+    }
+
+    private static func folder(_ state: inout State, inode: Inode, kind: NodeKind, name: String, parent: Inode) -> Inode {
+        if state.nodes[inode] == nil {
+            let now = Date().timeIntervalSince1970
+            state.nodes[inode] = Node(inode: inode, parent: parent, name: name, kind: kind, isDirectory: true, modified: now, changed: now, accessed: now)
+        }
+        if !state.nodes[inode]!.attached || state.nodes[parent]?.children[name] != inode {
+            state.nodes[inode]!.attached = true
+            state.nodes[inode]!.parent = parent
+            state.nodes[parent]?.children[name] = inode
+        }
+        return inode
+    }
+
+    /// Where a record belongs: its parent's node, else (a shared hierarchy's root, whose
+    /// parent the account cannot see) the owner's folder, else the zone's root.
+    static func parentInode(_ state: inout State, of record: ReplicaRecord) -> Inode {
+        let scope = state.zones[record.zone] ?? (record.zone.owner == state.account ? .private : .shared)
+        if let parent = record.parent, let inode = state.index[RecordKey(zone: record.zone, recordName: parent)] {
+            return inode
+        }
+        if scope == .shared {
+            let isHierarchyRoot = state.shares.values.contains { $0.zone == record.zone && $0.rootRecordName == record.recordName }
+            if isHierarchyRoot || record.parent != nil { return ownerFolder(&state, record.zone.owner) }
+        }
+        return zoneContainer(&state, record.zone, scope: scope)
+    }
+
+    /// Brings nodes in line with records as the replica now holds them: new records get
+    /// nodes, changed ones move and drop stale content. Parents are placed before
+    /// children whatever the order of `records`.
+    static func place(_ state: inout State, _ records: [ReplicaRecord], invalidations: inout [Invalidation]) {
+        let now = Date().timeIntervalSince1970
+        for record in records {
+            let key = record.key
+            if let inode = state.index[key], var node = state.nodes[inode] {
+                if node.size != record.size || node.modified != record.modifiedAt {
+                    invalidations.append(.content(inode))
+                    if node.openCount == 0 || !node.contentDirty { node.content = nil }
+                }
+                node.size = record.size
+                node.modified = record.modifiedAt
+                node.changed = now
+                node.shareID = record.shareID
+                node.recordType = record.recordType
+                node.recordParent = record.parent
+                state.nodes[inode] = node
+            } else {
+                var inode = InodeNumbers.record(key)
+                if state.nodes[inode] != nil { inode = newLocalInode(&state) }
+                state.nodes[inode] = Node(
+                    inode: inode, parent: 0, name: record.name, kind: .record(key), isDirectory: record.recordType == .folder,
+                    recordType: record.recordType, shareID: record.shareID, recordParent: record.parent, size: record.size, modified: record.modifiedAt,
+                    changed: record.modifiedAt, accessed: record.modifiedAt, attached: false)
+                state.index[key] = inode
+            }
+        }
+        for record in records {
+            guard let inode = state.index[record.key], let node = state.nodes[inode] else { continue }
+            let parent = parentInode(&state, of: record)
+            if node.attached && node.parent == parent && node.name == record.name { continue }
+            if node.attached {
+                detach(&state, inode)
+                invalidations.append(.entry(node.parent, node.name))
+            }
+            attach(&state, inode, parent: parent, name: record.name, invalidations: &invalidations)
+        }
+    }
+
+    /// Puts a node into a folder. A name already taken there by another node (a remote
+    /// note arriving where a local file was) moves the newcomer aside with a suffix.
+    static func attach(_ state: inout State, _ inode: Inode, parent: Inode, name: String, invalidations: inout [Invalidation]) {
+        var shown = name
+        var attempt = 2
+        while let other = state.nodes[parent]?.children[shown], other != inode {
+            shown = "\(name) (\(attempt))"
+            attempt += 1
+        }
+        state.nodes[inode]!.parent = parent
+        state.nodes[inode]!.name = shown
+        state.nodes[inode]!.attached = true
+        state.nodes[parent]?.children[shown] = inode
+        state.nodes[parent]?.modified = Date().timeIntervalSince1970
+        invalidations.append(.entry(parent, shown))
+        invalidations.append(.content(parent))
+    }
+
+    /// Takes a node out of its folder; it stays in the table while the kernel knows it.
+    static func detach(_ state: inout State, _ inode: Inode) {
+        guard let node = state.nodes[inode], node.attached else { return }
+        if state.nodes[node.parent]?.children[node.name] == inode {
+            state.nodes[node.parent]?.children[node.name] = nil
+            state.nodes[node.parent]?.modified = Date().timeIntervalSince1970
+        }
+        state.nodes[inode]!.attached = false
+        dropIfUnused(&state, inode)
+    }
+
+    static func dropIfUnused(_ state: inout State, _ inode: Inode) {
+        guard let node = state.nodes[inode], !node.attached, node.lookups == 0, node.openCount == 0, inode > InodeNumbers.sharedRoot else { return }
+        state.nodes[inode] = nil
+        if let key = node.recordKey, state.index[key] == inode { state.index[key] = nil }
+    }
+
+    // MARK: Questions about nodes
+
+    /// The zone a node's records live in, and the record name of the folder that new
+    /// children get as parent (`nil` at a zone's root). `nil` for folders that are no zone.
+    static func container(_ state: State, _ inode: Inode) -> (zone: ZoneID, parent: String?)? {
+        guard let node = state.nodes[inode] else { return nil }
+        switch node.kind {
+        case .privateRoot:
+            return (ZoneID(owner: state.account, name: ZoneID.defaultZoneName), nil)
+        case .zoneFolder(let zone):
+            return (zone, nil)
+        case .record(let key) where node.isDirectory:
+            return (key.zone, key.recordName)
+        case .scratch, .record:
+            return container(state, node.parent)
+        case .root, .sharedRoot, .ownerFolder:
+            return nil
+        }
+    }
+
+    func defaultZone() -> ZoneID { ZoneID(owner: account, name: ZoneID.defaultZoneName) }
+
+    /// What the account may do with a node: its own zones are its own; in others' it
+    /// has the permission of the share that covers the node.
+    static func access(_ state: State, _ inode: Inode, account: String) -> Access {
+        guard let node = state.nodes[inode] else { return .fixed }
+        switch node.kind {
+        case .root, .sharedRoot, .ownerFolder:
+            return .fixed
+        case .privateRoot:
+            return .owner
+        case .scratch:
+            return node.parent == 0 ? .owner : access(state, node.parent, account: account)
+        case .zoneFolder(let zone):
+            if zone.owner == account { return .owner }
+            let share = state.shares.values.first { $0.zone == zone && $0.isZoneWide }
+            return permission(share, account: account)
+        case .record(let key):
+            if key.zone.owner == account { return .owner }
+            return permission(node.shareID.flatMap { state.shares[$0] }, account: account)
+        }
+    }
+
+    static func permission(_ share: Share?, account: String) -> Access {
+        guard let share, let participant = share.participant(named: account), participant.status == .accepted else { return .readOnly }
+        return participant.permission == .readWrite ? .readWrite : .readOnly
+    }
+
+    /// A participant may not delete or move the root of a share it takes part in.
+    static func isShareRootForParticipant(_ state: State, _ inode: Inode, account: String) -> Bool {
+        guard let node = state.nodes[inode] else { return false }
+        switch node.kind {
+        case .record(let key):
+            return key.zone.owner != account && state.shares.values.contains { $0.zone == key.zone && $0.rootRecordName == key.recordName }
+        case .zoneFolder(let zone):
+            return zone.owner != account
+        default:
+            return false
+        }
+    }
+
+    func attributes(_ node: Node, access: Access) -> FileAttributes {
+        let permissions: UInt32
+        switch access {
+        case .owner, .readWrite: permissions = node.isDirectory ? 0o755 : 0o644
+        case .readOnly, .fixed: permissions = node.isDirectory ? 0o555 : 0o444
+        }
+        return FileAttributes(
+            inode: node.inode, isDirectory: node.isDirectory, permissions: permissions, size: UInt64(node.content?.count ?? node.size),
+            linkCount: node.isDirectory ? 2 : (node.attached ? 1 : 0), uid: uid, gid: gid,
+            modified: node.modified, changed: node.changed, accessed: node.accessed)
+    }
+
+    // MARK: Kernel cache invalidation
+
+    enum Invalidation: Hashable {
+        case content(Inode)
+        case entry(Inode, String)
+    }
+
+    /// Tells the kernel, outside the lock, what it must look up or read again.
+    func invalidate(_ invalidations: [Invalidation]) {
+        guard !invalidations.isEmpty, let cache = kernel.withLock({ $0 }) else { return }
+        var seen = Set<Invalidation>()
+        for item in invalidations where seen.insert(item).inserted {
+            switch item {
+            case .content(let inode): cache.invalidateContent(of: inode)
+            case .entry(let parent, let name): cache.invalidateEntry(parent: parent, name: name)
+            }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+import Foundation
+public import Logging
+public import NotesClient
+import NotesModel
+public import NotesReplica
+import Synchronization
+
+/// Keeps the replica and the daemon in step: uploads queued local changes in batches,
+/// follows the daemon's change notices, and fetches what others changed.
+///
+/// Everything it learns from the server goes into the replica first and then into the
+/// tree, so the mount keeps working from the replica whenever the daemon is away.
+public final class SyncEngine: Sendable {
+    let client: NotesClient
+    let replica: Replica
+    let tree: NoteTree
+    let logger: Logger
+    private let uploads: AsyncStream<Void>
+    private let uploadSignal: AsyncStream<Void>.Continuation
+    private let fetches: AsyncStream<Void>
+    private let fetchSignal: AsyncStream<Void>.Continuation
+    /// Whether the last exchange with the daemon worked.
+    let online = Mutex(false)
+    /// Changes the daemon refused for a reason that retrying will not fix; skipped until
+    /// the mount restarts (logged once).
+    let stuck = Mutex<Set<RecordKey>>([])
+
+    public init(client: NotesClient, replica: Replica, tree: NoteTree, logger: Logger) {
+        self.client = client
+        self.replica = replica
+        self.tree = tree
+        self.logger = logger
+        (uploads, uploadSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (fetches, fetchSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Asks for an upload soon; cheap and safe from any thread.
+    public func requestUpload() { uploadSignal.yield() }
+
+    public func requestFetch() { fetchSignal.yield() }
+
+    public var isOnline: Bool { online.withLock { $0 } }
+
+    /// Runs until cancelled.
+    public func run() async {
+        requestFetch()
+        requestUpload()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.uploadLoop() }
+            group.addTask { await self.fetchLoop() }
+            group.addTask { await self.eventLoop() }
+            group.addTask { await self.tickLoop() }
+        }
+    }
+
+    private func uploadLoop() async {
+        for await _ in uploads {
+            // A moment for a burst of saves (an editor's temp-write-rename) to settle,
+            // so that short-lived temporaries never reach the server.
+            try? await Task.sleep(for: .milliseconds(3))
+            await uploadPending()
+        }
+    }
+
+    private func fetchLoop() async {
+        for await _ in fetches {
+            await fetchAll()
+        }
+    }
+
+    /// Follows the daemon's notices; reconnects with a growing pause when it is away.
+    private func eventLoop() async {
+        var pause = 0.25
+        while !Task.isCancelled {
+            do {
+                for try await event in client.events() {
+                    switch event {
+                    case .ready:
+                        pause = 0.25
+                        setOnline(true)
+                        requestFetch()
+                        requestUpload()
+                    case .change:
+                        requestFetch()
+                    }
+                }
+            } catch {
+                setOnline(false)
+                logger.debug("event stream ended: \(error)")
+            }
+            try? await Task.sleep(for: .seconds(pause))
+            pause = min(pause * 2, 5)
+        }
+    }
+
+    /// Once a second: editors' moved-aside notes that were not taken back are deleted,
+    /// and a queue left by a failed upload is tried again.
+    private func tickLoop() async {
+        var ticks = 0
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            ticks += 1
+            let expired = tree.expireDetached(olderThan: 2)
+            for key in expired {
+                do { try replica.deleteLocal(key) } catch { logger.error("\(error)") }
+            }
+            let queued = (try? replica.pendingCount()) ?? 0
+            if !expired.isEmpty || (queued > 0 && ticks % 2 == 0) { requestUpload() }
+            if ticks % 30 == 0 { requestFetch() }
+        }
+    }
+
+    func setOnline(_ value: Bool) {
+        let changed = online.withLock { online in
+            defer { online = value }
+            return online != value
+        }
+        if changed { logger.info(value ? "notesd is reachable" : "notesd is not reachable; working from the local replica") }
+    }
+
+    // MARK: Upload
+
+    /// Uploads queued changes, zone by zone, up to 400 a request, until none are left or
+    /// the daemon is unreachable.
+    func uploadPending() async {
+        do {
+            try await uploadZoneChanges()
+            var rounds = 0
+            while rounds < 1000 {
+                rounds += 1
+                let skipped = stuck.withLock { $0 }
+                let pending = try replica.pending(limit: Limits.maxBatchItems + skipped.count).filter { !skipped.contains($0.record.key) }
+                guard let first = pending.first else { return }
+                let batch = Array(pending.filter { $0.record.zone == first.record.zone }.prefix(Limits.maxBatchItems))
+                guard try await upload(batch) else { return }
+            }
+        } catch {
+            logger.error("upload: \(error)")
+        }
+    }
+
+    /// Zones made or removed in `private/` go first: their records depend on them.
+    private func uploadZoneChanges() async throws {
+        for zone in try replica.zones() where zone.pending != nil {
+            if zone.pending == .create {
+                let outcome = await attempt { () async throws(NotesError) in _ = try await self.client.createZone(named: zone.id.name) }
+                guard try settleZone(outcome, ignoring: [.constraintViolation]) else { return }
+                try replica.saveZone(ReplicaZone(id: zone.id, scope: .private, changeToken: nil, pending: nil))
+            } else {
+                let outcome = await attempt { () async throws(NotesError) in try await self.client.deleteZone(zone.id) }
+                guard try settleZone(outcome, ignoring: [.zoneNotFound, .unknownItem]) else { return }
+                _ = try replica.removeZone(zone.id)
+            }
+        }
+    }
+
+    private func attempt<T>(_ body: () async throws(NotesError) -> T) async -> NotesError? {
+        do {
+            _ = try await body()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// True when the zone change is done (or was already); false when the daemon is away.
+    private func settleZone(_ error: NotesError?, ignoring codes: Set<NotesError.Code>) throws -> Bool {
+        guard let error, !codes.contains(error.code) else { return true }
+        if error.code == .serviceUnavailable {
+            setOnline(false)
+            return false
+        }
+        throw error
+    }
+
+    /// One modify operation. Returns false when the daemon could not be reached.
+    private func upload(_ batch: [PendingChange]) async throws -> Bool {
+        let zone = batch[0].record.zone
+        var saves: [RecordSave] = []
+        var deletes: [RecordDelete] = []
+        var dirty: [String: Int64] = [:]
+        for change in batch {
+            let record = change.record
+            dirty[record.recordName] = record.dirty
+            if record.deleted {
+                deletes.append(RecordDelete(recordName: record.recordName, changeTag: record.changeTag))
+                continue
+            }
+            let content = change.content ?? []
+            saves.append(RecordSave(
+                recordName: record.recordName, recordType: record.recordType, name: record.name, parent: record.parent,
+                body: record.recordType == .note ? String(decoding: content, as: UTF8.self) : nil,
+                bytes: record.recordType == .file ? Data(content) : nil, changeTag: record.changeTag))
+        }
+        do {
+            let result = try await client.modify(ModifyRequest(zone: zone, saves: saves, deletes: deletes))
+            setOnline(true)
+            for saved in result.saved {
+                try replica.markSaved(RecordKey(zone: zone, recordName: saved.recordName), dirty: dirty[saved.recordName] ?? 0, as: saved)
+            }
+            for name in result.deleted {
+                try replica.markDeleted(RecordKey(zone: zone, recordName: name), dirty: dirty[name] ?? 0)
+            }
+            logger.debug("uploaded \(saves.count) saves and \(deletes.count) deletes to \(zone)")
+            return true
+        } catch let error as NotesError {
+            return try settle(error, batch: batch, zone: zone)
+        }
+    }
+
+    /// Decides what a refused upload means for each item, so that the next round can go on.
+    private func settle(_ error: NotesError, batch: [PendingChange], zone: ZoneID) throws -> Bool {
+        if error.code == .serviceUnavailable || error.code == .requestRateLimited {
+            setOnline(false)
+            return false
+        }
+        setOnline(true)
+        let items = error.itemErrors.isEmpty
+            ? batch.map { NotesError.ItemError(recordName: $0.record.recordName, code: error.code, message: error.message, serverRecord: error.serverRecord) }
+            : error.itemErrors
+        let byName = Dictionary(batch.map { ($0.record.recordName, $0.record) }, uniquingKeysWith: { a, _ in a })
+        for item in items where item.code != .batchRequestFailed {
+            guard let record = byName[item.recordName] else { continue }
+            let key = record.key
+            switch item.code {
+            case .serverRecordChanged:
+                // Until three-way merges arrive, the local save wins; the server keeps the
+                // other version in the note's history.
+                logger.warning("\(record.name) changed on the server too; uploading the local version over it (the other stays in `notes history`)")
+                try replica.rebase(key, onto: item.serverRecord?.changeTag)
+            case .unknownItem where record.deleted:
+                try replica.markDeleted(key, dirty: record.dirty)
+            case .unknownItem:
+                try replica.rebase(key, onto: nil)
+            case .permissionFailure, .notAuthenticated:
+                logger.error("notesd refused \(record.name): \(item.message) The local change is dropped and the server's state fetched again.")
+                try replica.discardLocal(key)
+                tree.removeRecords([key])
+                try replica.saveZone(ReplicaZone(id: zone, scope: zone.owner == tree.account ? .private : .shared, changeToken: nil, pending: nil))
+                requestFetch()
+            default:
+                logger.error("notesd refused \(record.name): \(item.message) It stays queued and is retried when the mount restarts.")
+                _ = stuck.withLock { $0.insert(key) }
+            }
+        }
+        return true
+    }
+
+    // MARK: Fetch
+
+    /// Brings the replica and the tree up to date with every zone the account sees.
+    func fetchAll() async {
+        do {
+            let shares = try await client.shares()
+            try replica.saveShares(shares)
+            tree.setShares(shares)
+            let known = try replica.zones()
+            for scope in DatabaseScope.allCases {
+                let zones = try await client.zones(scope: scope)
+                let listed = Set(zones.map(\.id))
+                for zone in known where zone.scope == scope && zone.pending == nil && !listed.contains(zone.id) {
+                    let removed = try replica.removeZone(zone.id)
+                    tree.zoneRemoved(zone.id, records: removed)
+                }
+                for zone in zones {
+                    tree.zoneSeen(zone.id, scope: scope)
+                    let stored = known.first { $0.id == zone.id }
+                    if stored?.changeToken != zone.changeToken {
+                        try await fetchZone(zone.id, scope: scope, from: stored?.changeToken)
+                    }
+                }
+            }
+            setOnline(true)
+        } catch let error as NotesError where error.code == .serviceUnavailable {
+            setOnline(false)
+        } catch {
+            logger.error("fetching changes: \(error)")
+        }
+    }
+
+    private func changes(of zone: ZoneID, since token: String?) async -> Result<ZoneChanges, NotesError> {
+        do {
+            return .success(try await client.zoneChanges(zone, since: token, limit: Limits.maxChangesPage))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func fetchZone(_ zone: ZoneID, scope: DatabaseScope, from start: String?) async throws {
+        var token = start
+        var fromScratch = start == nil
+        var seen = Set<String>()
+        while true {
+            let page: ZoneChanges
+            switch await changes(of: zone, since: token) {
+            case .success(let changes):
+                page = changes
+            case .failure(let error) where error.code == .changeTokenExpired:
+                token = nil
+                fromScratch = true
+                seen = []
+                continue
+            case .failure(let error):
+                throw error
+            }
+            let effects = try replica.applyRemote(zone, records: page.records, deleted: page.deleted, token: page.changeToken, scope: scope)
+            tree.applyRemote(effects)
+            if fromScratch { seen.formUnion(page.records.map(\.recordName)) }
+            token = page.changeToken
+            if !page.moreComing { break }
+        }
+        if fromScratch {
+            let removed = try replica.prune(zone, keeping: seen)
+            if !removed.isEmpty { tree.removeRecords(removed) }
+        }
+    }
+}

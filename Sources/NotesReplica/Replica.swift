@@ -1,0 +1,352 @@
+public import NotesModel
+import Foundation
+import GRDB
+import Synchronization
+
+/// A failure of the local replica file.
+public struct ReplicaError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    /// The disk holding the replica is full (the writer gets ENOSPC).
+    public var diskFull: Bool
+    public var description: String { message }
+}
+
+/// The mount's local copy of everything the account sees, in one SQLite file: served
+/// to every read, written by every save, and the durable upload queue.
+///
+/// Local changes are committed with `synchronous = NORMAL` (they survive a crash of
+/// the mount, which is what `close` promises); `fsync` asks for `FULL`, which survives
+/// power loss too.
+public final class Replica: Sendable {
+    let pool: DatabasePool
+    private let lastDirty: Mutex<Int64>
+
+    public init(path: String) throws(ReplicaError) {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try ReplicaMigrations.migrator.migrate(pool)
+            let maxDirty = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(dirty) FROM records") ?? 0 }
+            lastDirty = Mutex(maxDirty)
+        } catch {
+            throw Self.convert(error, "open the replica at \(path)")
+        }
+    }
+
+    static func convert(_ error: any Error, _ doing: String) -> ReplicaError {
+        if let error = error as? ReplicaError { return error }
+        if let error = error as? DatabaseError {
+            return ReplicaError(message: "Could not \(doing): \(error.message ?? "\(error)")", diskFull: error.resultCode == .SQLITE_FULL)
+        }
+        return ReplicaError(message: "Could not \(doing): \(error)", diskFull: false)
+    }
+
+    func nextDirty() -> Int64 {
+        lastDirty.withLock { value in
+            value += 1
+            return value
+        }
+    }
+
+    private func write<T>(_ doing: String, durable: Bool = false, _ body: (Database) throws -> T) throws(ReplicaError) -> T {
+        do {
+            return try pool.writeWithoutTransaction { db in
+                if durable { try db.execute(sql: "PRAGMA synchronous = FULL") }
+                defer { if durable { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
+                var result: T?
+                try db.inTransaction {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
+        } catch {
+            throw Self.convert(error, doing)
+        }
+    }
+
+    private func read<T>(_ doing: String, _ body: (Database) throws -> T) throws(ReplicaError) -> T {
+        do {
+            return try pool.read(body)
+        } catch {
+            throw Self.convert(error, doing)
+        }
+    }
+
+    // MARK: Loading
+
+    /// Everything needed to build the file tree at mount time (no contents).
+    public func load() throws(ReplicaError) -> (zones: [ReplicaZone], records: [ReplicaRecord], shares: [Share]) {
+        try read("load the replica") { db in
+            let zones = try Row.fetchAll(db, sql: "SELECT owner, name, scope, change_token, pending FROM zones").map { row in
+                ReplicaZone(
+                    id: ZoneID(owner: row[0], name: row[1]), scope: DatabaseScope(rawValue: row[2]) ?? .private,
+                    changeToken: row[3], pending: (row[4] as String?).flatMap(ReplicaZone.Pending.init(rawValue:)))
+            }
+            let records = try Row.fetchAll(db, sql: "SELECT \(Self.metadataColumns) FROM records WHERE deleted = 0").map(Self.record)
+            let decoder = NotesJSON.decoder()
+            let shares = try Data.fetchAll(db, sql: "SELECT json FROM shares").compactMap { try? decoder.decode(Share.self, from: $0) }
+            return (zones, records, shares)
+        }
+    }
+
+    static let metadataColumns = "owner, zone, record_name, record_type, name, parent, size, share_id, change_tag, created_at, modified_at, modified_by, dirty, deleted"
+
+    static func record(_ row: Row) -> ReplicaRecord {
+        ReplicaRecord(
+            zone: ZoneID(owner: row[0], name: row[1]), recordName: row[2], recordType: RecordType(rawValue: row[3]) ?? .file,
+            name: row[4], parent: row[5], size: row[6], shareID: row[7], changeTag: row[8], createdAt: row[9],
+            modifiedAt: row[10], modifiedBy: row[11], dirty: row[12], deleted: row[13])
+    }
+
+    /// The content of a record, or `nil` if the replica has no such record.
+    public func content(of key: RecordKey) throws(ReplicaError) -> [UInt8]? {
+        try read("read \(key)") { db in
+            let row = try Row.fetchOne(
+                db, sql: "SELECT content FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                arguments: [key.zone.owner, key.zone.name, key.recordName])
+            guard let row else { return nil }
+            let data: Data? = row[0]
+            return data.map { [UInt8]($0) } ?? []
+        }
+    }
+
+    // MARK: Local changes
+
+    /// Records a local create or change (metadata, and content when given) and queues
+    /// it for upload. Returns the record as stored, with its queue position.
+    @discardableResult
+    public func saveLocal(_ record: ReplicaRecord, content: [UInt8]?, durable: Bool = false) throws(ReplicaError) -> ReplicaRecord {
+        var stored = record
+        stored.dirty = nextDirty()
+        stored.deleted = false
+        let row = stored
+        try write("save \(record.name) in the replica", durable: durable) { db in
+            try Self.upsert(db, row, content: content, keepTag: true)
+        }
+        return stored
+    }
+
+    /// Queues the delete of a record; one that was never uploaded simply goes away.
+    public func deleteLocal(_ key: RecordKey, durable: Bool = false) throws(ReplicaError) {
+        let dirty = nextDirty()
+        try write("delete \(key) in the replica", durable: durable) { db in
+            let arguments: StatementArguments = [key.zone.owner, key.zone.name, key.recordName]
+            try db.execute(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND change_tag IS NULL", arguments: arguments)
+            try db.execute(
+                sql: "UPDATE records SET deleted = 1, dirty = ?, content = NULL WHERE owner = ? AND zone = ? AND record_name = ?",
+                arguments: [dirty] + arguments)
+        }
+    }
+
+    /// Makes what earlier non-durable saves wrote survive power loss too.
+    public func makeDurable() throws(ReplicaError) {
+        try write("sync the replica", durable: true) { db in
+            try db.execute(sql: "UPDATE meta SET value = value WHERE key = 'account'")
+        }
+    }
+
+    /// Inserts or updates a row. `keepTag`: a local save keeps the base tag the row has
+    /// (only the server's answers move it).
+    private static func upsert(_ db: Database, _ record: ReplicaRecord, content: [UInt8]?, keepTag: Bool = false) throws {
+        let data = content.map { Data($0) }
+        try db.execute(
+            sql: """
+                INSERT INTO records (owner, zone, record_name, record_type, name, parent, content, size, share_id, change_tag,
+                                     created_at, modified_at, modified_by, dirty, deleted)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (owner, zone, record_name) DO UPDATE SET
+                    record_type = excluded.record_type, name = excluded.name, parent = excluded.parent,
+                    content = CASE WHEN ?16 THEN excluded.content ELSE records.content END,
+                    size = excluded.size, share_id = COALESCE(excluded.share_id, records.share_id),
+                    change_tag = CASE WHEN ?17 THEN records.change_tag ELSE excluded.change_tag END,
+                    modified_at = excluded.modified_at, modified_by = excluded.modified_by,
+                    dirty = excluded.dirty, deleted = excluded.deleted
+                """,
+            arguments: [
+                record.zone.owner, record.zone.name, record.recordName, record.recordType.rawValue, record.name, record.parent,
+                data, record.size, record.shareID, record.changeTag, record.createdAt, record.modifiedAt, record.modifiedBy,
+                record.dirty, record.deleted, content != nil, keepTag,
+            ])
+    }
+
+    // MARK: Upload queue
+
+    /// Local changes waiting for upload, oldest first.
+    public func pending(limit: Int) throws(ReplicaError) -> [PendingChange] {
+        try read("read the upload queue") { db in
+            try Row.fetchAll(
+                db, sql: "SELECT \(Self.metadataColumns), content FROM records WHERE dirty > 0 ORDER BY dirty LIMIT ?",
+                arguments: [limit]
+            ).map { row in
+                let data: Data? = row[14]
+                return PendingChange(record: Self.record(row), content: data.map { [UInt8]($0) })
+            }
+        }
+    }
+
+    /// The number of local changes not uploaded yet.
+    public func pendingCount() throws(ReplicaError) -> Int {
+        try read("count the upload queue") { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE dirty > 0") ?? 0 }
+    }
+
+    /// The server accepted a save: the row is in sync unless it changed again meanwhile
+    /// (then only its base tag moves on).
+    public func markSaved(_ key: RecordKey, dirty: Int64, as saved: NotesModel.Record) throws(ReplicaError) {
+        try write("mark \(key) uploaded") { db in
+            try db.execute(
+                sql: """
+                    UPDATE records SET change_tag = ?, share_id = ?, modified_by = ?,
+                        dirty = CASE WHEN dirty = ? THEN 0 ELSE dirty END
+                    WHERE owner = ? AND zone = ? AND record_name = ?
+                    """,
+                arguments: [saved.changeTag, saved.shareID, saved.modifiedBy, dirty, key.zone.owner, key.zone.name, key.recordName])
+        }
+    }
+
+    /// The server applied a delete: forget the row unless it was re-created meanwhile.
+    public func markDeleted(_ key: RecordKey, dirty: Int64) throws(ReplicaError) {
+        try write("mark \(key) deleted") { db in
+            try db.execute(
+                sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND deleted = 1 AND dirty = ?",
+                arguments: [key.zone.owner, key.zone.name, key.recordName, dirty])
+        }
+    }
+
+    /// Moves the base of a queued change to `changeTag` (`nil`: create it anew), so the
+    /// next upload carries the local state over the server's.
+    public func rebase(_ key: RecordKey, onto changeTag: String?) throws(ReplicaError) {
+        try write("rebase \(key)") { db in
+            try db.execute(
+                sql: "UPDATE records SET change_tag = ? WHERE owner = ? AND zone = ? AND record_name = ?",
+                arguments: [changeTag, key.zone.owner, key.zone.name, key.recordName])
+        }
+    }
+
+    /// Drops a queued change the server refused for good; the next fetch of the zone from
+    /// scratch brings back the server's state.
+    public func discardLocal(_ key: RecordKey) throws(ReplicaError) {
+        try write("discard the local change of \(key)") { db in
+            try db.execute(
+                sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                arguments: [key.zone.owner, key.zone.name, key.recordName])
+        }
+    }
+
+    // MARK: Remote changes
+
+    /// Applies a page of the server's changes to a zone. Rows with local changes keep
+    /// them (their upload settles the difference); a record the server deleted while it
+    /// was edited here is kept and will be created again.
+    /// - Parameter replacing: the page is the start of a fetch from scratch: clean rows of
+    ///   the zone that the fetch does not bring are dropped when `complete` comes.
+    public func applyRemote(_ zone: ZoneID, records: [NotesModel.Record], deleted: [String], token: String, scope: DatabaseScope) throws(ReplicaError) -> RemoteEffects {
+        try write("apply changes of \(zone)") { db in
+            var effects = RemoteEffects()
+            for record in records {
+                let local = try Row.fetchOne(
+                    db, sql: "SELECT dirty, change_tag FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                    arguments: [zone.owner, zone.name, record.recordName])
+                // Local changes win until uploaded; our own upload coming back changes nothing.
+                if let local, (local[0] as Int64) > 0 || (local[1] as String?) == record.changeTag { continue }
+                let content: [UInt8] = record.recordType == .file ? [UInt8](record.bytes ?? Data()) : Array((record.body ?? "").utf8)
+                let row = ReplicaRecord(
+                    zone: zone, recordName: record.recordName, recordType: record.recordType, name: record.name, parent: record.parent,
+                    size: content.count, shareID: record.shareID, changeTag: record.changeTag,
+                    createdAt: record.createdAt.timeIntervalSince1970, modifiedAt: record.modifiedAt.timeIntervalSince1970,
+                    modifiedBy: record.modifiedBy)
+                try Self.upsert(db, row, content: record.recordType == .folder ? nil : content)
+                effects.updated.append(row)
+            }
+            for name in deleted {
+                let arguments: StatementArguments = [zone.owner, zone.name, name]
+                let dirty = try Int64.fetchOne(db, sql: "SELECT dirty FROM records WHERE owner = ? AND zone = ? AND record_name = ?", arguments: arguments)
+                guard let dirty else { continue }
+                if dirty > 0 {
+                    try db.execute(sql: "UPDATE records SET change_tag = NULL WHERE owner = ? AND zone = ? AND record_name = ? AND deleted = 0", arguments: arguments)
+                    try db.execute(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND deleted = 1", arguments: arguments)
+                } else {
+                    try db.execute(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ?", arguments: arguments)
+                    effects.removed.append(RecordKey(zone: zone, recordName: name))
+                }
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO zones (owner, name, scope, change_token) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (owner, name) DO UPDATE SET change_token = excluded.change_token, scope = excluded.scope
+                    """,
+                arguments: [zone.owner, zone.name, scope.rawValue, token])
+            return effects
+        }
+    }
+
+    /// Drops the clean rows of a zone that are not in `keep` (after a fetch from scratch).
+    public func prune(_ zone: ZoneID, keeping keep: Set<String>) throws(ReplicaError) -> [RecordKey] {
+        try write("prune \(zone)") { db in
+            let names = try String.fetchAll(
+                db, sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ? AND dirty = 0", arguments: [zone.owner, zone.name])
+            var removed: [RecordKey] = []
+            for name in names where !keep.contains(name) {
+                try db.execute(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ?", arguments: [zone.owner, zone.name, name])
+                removed.append(RecordKey(zone: zone, recordName: name))
+            }
+            return removed
+        }
+    }
+
+    /// Forgets a zone the account no longer sees (left, removed, share stopped, deleted),
+    /// with all its records. Returns the records dropped.
+    public func removeZone(_ zone: ZoneID) throws(ReplicaError) -> [RecordKey] {
+        try write("remove \(zone)") { db in
+            let names = try String.fetchAll(db, sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ?", arguments: [zone.owner, zone.name])
+            try db.execute(sql: "DELETE FROM records WHERE owner = ? AND zone = ?", arguments: [zone.owner, zone.name])
+            try db.execute(sql: "DELETE FROM zones WHERE owner = ? AND name = ?", arguments: [zone.owner, zone.name])
+            return names.map { RecordKey(zone: zone, recordName: $0) }
+        }
+    }
+
+    /// Records a zone (seen on the server, or created or deleted locally).
+    public func saveZone(_ zone: ReplicaZone) throws(ReplicaError) {
+        try write("save zone \(zone.id)") { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO zones (owner, name, scope, change_token, pending) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (owner, name) DO UPDATE SET scope = excluded.scope, change_token = excluded.change_token, pending = excluded.pending
+                    """,
+                arguments: [zone.id.owner, zone.id.name, zone.scope.rawValue, zone.changeToken, zone.pending?.rawValue])
+        }
+    }
+
+    public func zones() throws(ReplicaError) -> [ReplicaZone] {
+        try load().zones
+    }
+
+    /// Replaces the shares the account owns or accepted.
+    public func saveShares(_ shares: [Share]) throws(ReplicaError) {
+        let encoder = NotesJSON.encoder()
+        try write("save shares") { db in
+            try db.execute(sql: "DELETE FROM shares")
+            for share in shares {
+                try db.execute(sql: "INSERT INTO shares (id, json) VALUES (?, ?)", arguments: [share.id, try encoder.encode(share)])
+            }
+        }
+    }
+
+    public func meta(_ key: String) throws(ReplicaError) -> String? {
+        try read("read \(key)") { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) }
+    }
+
+    public func setMeta(_ key: String, _ value: String?) throws(ReplicaError) {
+        try write("save \(key)") { db in
+            if let value {
+                try db.execute(sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", arguments: [key, value])
+            } else {
+                try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import ArgumentParser
+import Foundation
+import Logging
+import NotesClient
+import NotesModel
+import NotesMount
+
+/// `notes mount DIR`: the account's notes as files, for every editor.
+struct Mount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Mount your notes at DIR: private/ holds yours, shared/<owner>/ what others shared with you.",
+        discussion: """
+            Runs in the background unless --foreground is given; `notes unmount DIR` (or \
+            `fusermount3 -u DIR`) ends it. Reads come from a local replica in the cache \
+            folder, so the mount keeps working while notesd is away; saves are uploaded at once.
+
+            Example:
+              notes mount ~/Notes && ls ~/Notes/private
+            """)
+
+    @Argument(help: "The folder to mount at (made if missing).")
+    var directory: String
+
+    @Flag(help: "Stay in the foreground and log to standard error.")
+    var foreground = false
+
+    @Option(help: "Folder for the local replica (default: $XDG_CACHE_HOME/notes or ~/.cache/notes).")
+    var cacheDir: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "info"
+
+    @OptionGroup var options: ClientOptions
+
+    func run() async throws {
+        try await runReporting {
+            let mountpoint = try prepareMountpoint()
+            let env = ProcessInfo.processInfo.environment
+            let home = env["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+            let cache = cacheDir ?? env["XDG_CACHE_HOME"].map { "\($0)/notes" } ?? "\(home)/.cache/notes"
+            if foreground {
+                var logger = Logger(label: "notes.mount")
+                logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+                do {
+                    try await MountRunner.run(mountpoint: mountpoint, client: options.client(), cacheDirectory: cache, logger: logger)
+                } catch let error as NotesError {
+                    throw error
+                } catch {
+                    throw NotesError(.internalError, "The mount failed: \(error)")
+                }
+            } else {
+                try startInBackground(mountpoint: mountpoint, cache: cache)
+            }
+        }
+    }
+
+    /// The absolute mount point, made if missing; a mount left behind by a crashed
+    /// process ("Transport endpoint is not connected") is cleared first.
+    func prepareMountpoint() throws -> String {
+        let path = URL(fileURLWithPath: directory).standardizedFileURL.path
+        var info = stat()
+        if stat(path, &info) != 0 && errno == ENOTCONN {
+            _ = Self.unmount(path)
+        }
+        if isMounted(path) {
+            throw NotesError(.constraintViolation, "\(path) is already a notes mount; `notes unmount \(path)` ends it.")
+        }
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw NotesError(.invalidArguments, "\(path) is not a folder; give an empty folder to mount at.")
+        }
+        return path
+    }
+
+    /// Starts `notes mount DIR --foreground` detached, with its log in the cache folder,
+    /// and returns once the mount is up (or says why it is not).
+    func startInBackground(mountpoint: String, cache: String) throws {
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        let logPath = "\(cache)/mount.log"
+        if !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = Array(CommandLine.arguments.dropFirst()) + ["--foreground"]
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if isMounted(mountpoint) {
+                print("Mounted at \(mountpoint) (log: \(logPath)); `notes unmount \(mountpoint)` ends it.")
+                return
+            }
+            if !process.isRunning { break }
+            usleep(50_000)
+        }
+        let tail = (try? String(contentsOfFile: logPath, encoding: .utf8))?.split(separator: "\n").suffix(5).joined(separator: "\n") ?? ""
+        throw NotesError(.serviceUnavailable, "The mount did not come up. Its log (\(logPath)) ends with:\n\(tail)")
+    }
+
+    static func unmount(_ path: String) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
+        process.arguments = ["-u", "-z", path]
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+}
+
+/// Whether `path` is a notes mount now, from the kernel's mount table.
+func isMounted(_ path: String) -> Bool {
+    guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+    return table.split(separator: "\n").contains { line in
+        let fields = line.split(separator: " ")
+        guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { return false }
+        return fields[4] == path && fields[dash + 1] == "fuse.notes"
+    }
+}
+
+/// `notes unmount DIR`.
+struct Unmount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Unmount a notes mount; queued saves stay in the replica and upload on the next mount.",
+        discussion: "Example:\n  notes unmount ~/Notes")
+
+    @Argument(help: "The mount point.")
+    var directory: String
+
+    func run() async throws {
+        try await runReporting {
+            let path = URL(fileURLWithPath: directory).standardizedFileURL.path
+            guard isMounted(path) else {
+                throw NotesError(.invalidArguments, "\(path) is not a notes mount.")
+            }
+            guard Mount.unmount(path) else {
+                throw NotesError(.internalError, "fusermount3 could not unmount \(path); close the programs that use it and try again.")
+            }
+            // Give the mount process a moment to finish its last upload.
+            for _ in 0..<100 where isMounted(path) { usleep(20_000) }
+            print("Unmounted \(path).")
+        }
+    }
+}

@@ -121,10 +121,22 @@ let package = Package(
         ),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),
         .testTarget(name: "NotesStoreTests", dependencies: ["NotesModel", "NotesStore"], swiftSettings: strictSettings),
+        // Real notesd and mount processes for the tests of every target that needs them.
+        .target(
+            name: "NotesTestSupport",
+            dependencies: ["NotesModel", "NotesClient"],
+            path: "Tests/NotesTestSupport",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "NotesMountTests",
+            dependencies: ["NotesModel", "NotesClient", "NotesTestSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "NotesServerTests",
             dependencies: [
-                "NotesModel", "NotesStore", "NotesServer", "NotesClient",
+                "NotesModel", "NotesStore", "NotesServer", "NotesClient", "NotesTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: strictSettings

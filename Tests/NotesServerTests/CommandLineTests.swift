@@ -1,5 +1,6 @@
 import Foundation
 import NotesModel
+import NotesTestSupport
 import Testing
 
 /// `notes` and `notesd` as a person or a script meets them: help with examples,

@@ -4,6 +4,7 @@
 import Foundation
 import NotesClient
 import NotesModel
+import NotesTestSupport
 import Testing
 
 /// The daemon as users and scripts meet it: a real process, its real socket, real

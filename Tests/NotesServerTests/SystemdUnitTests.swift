@@ -1,4 +1,5 @@
 import Foundation
+import NotesTestSupport
 import Testing
 
 /// The unit files in `systemd/` pass `systemd-analyze verify`, with `ExecStart`

@@ -1,23 +1,23 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+@preconcurrency public import Glibc
 #endif
-import Foundation
-import NotesClient
+public import Foundation
+public import NotesClient
 import NotesModel
 import Testing
 
 /// A real `notesd` process on a real Unix socket (and optionally TCP), in its own
 /// temporary data directory.
-final class DaemonProcess: @unchecked Sendable {
-    let dataDir: String
-    let socket: String
-    let port: Int?
-    private(set) var process: Process
-    let logPath: String
+public final class DaemonProcess: @unchecked Sendable {
+    public let dataDir: String
+    public let socket: String
+    public let port: Int?
+    public private(set) var process: Process
+    public let logPath: String
 
     /// The built `notesd`: `$NOTESD_BINARY`, else next to the test bundle, else the
     /// package's `.build/debug`.
-    static var binary: String {
+    public static var binary: String {
         if let path = ProcessInfo.processInfo.environment["NOTESD_BINARY"] { return path }
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notesd").path
         if FileManager.default.isExecutableFile(atPath: beside) { return beside }
@@ -26,7 +26,7 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     /// Starts a daemon and waits until it answers on its socket.
-    init(tcp: Bool = false, dataDir: String? = nil) async throws {
+    public init(tcp: Bool = false, dataDir: String? = nil) async throws {
         // Unix socket paths are limited to 108 bytes: keep the folder short.
         self.dataDir = dataDir ?? "/tmp/nt-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: self.dataDir, withIntermediateDirectories: true)
@@ -53,7 +53,7 @@ final class DaemonProcess: @unchecked Sendable {
         try process.run()
     }
 
-    func waitUntilReady() async throws {
+    public func waitUntilReady() async throws {
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             if (try? await client().whoami()) != nil { return }
@@ -64,30 +64,30 @@ final class DaemonProcess: @unchecked Sendable {
         throw NotesError(.serviceUnavailable, "notesd did not come up; its log:\n\(log)")
     }
 
-    static func started(tcp: Bool = false) async throws -> DaemonProcess {
+    public static func started(tcp: Bool = false) async throws -> DaemonProcess {
         let daemon = try await DaemonProcess(tcp: tcp)
         try await daemon.waitUntilReady()
         return daemon
     }
 
     /// A client on the socket, as the Unix user running the tests or with a token.
-    func client(token: String? = nil) -> NotesClient {
+    public func client(token: String? = nil) -> NotesClient {
         NotesClient(endpoint: .unixSocket(socket), token: token, timeoutSeconds: 30)
     }
 
-    func tcpClient(token: String? = nil) -> NotesClient {
+    public func tcpClient(token: String? = nil) -> NotesClient {
         NotesClient(endpoint: .http("http://127.0.0.1:\(port ?? 0)"), token: token, timeoutSeconds: 30)
     }
 
     /// Creates an account through the API and returns a client acting as it.
-    func account(_ name: String, email: String? = nil) async throws -> NotesClient {
+    public func account(_ name: String, email: String? = nil) async throws -> NotesClient {
         let issued = try await client().createAccount(name: name, email: email)
         return client(token: issued.token)
     }
 
     /// Sends `signal` and waits for the process to exit; returns its exit status.
     @discardableResult
-    func stop(signal: Int32 = SIGTERM) async throws -> Int32 {
+    public func stop(signal: Int32 = SIGTERM) async throws -> Int32 {
         kill(process.processIdentifier, signal)
         let deadline = ContinuousClock.now + .seconds(15)
         while process.isRunning && ContinuousClock.now < deadline {
@@ -97,7 +97,7 @@ final class DaemonProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    func restart() async throws {
+    public func restart() async throws {
         try start()
         try await waitUntilReady()
     }

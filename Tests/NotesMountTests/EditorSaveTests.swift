@@ -1,0 +1,88 @@
+import Foundation
+import NotesClient
+import NotesModel
+import NotesTestSupport
+import Testing
+
+/// Every way editors and tools save a file keeps the note's identity: the same record,
+/// the same share and participants, and exactly one more version in its history.
+@Suite(.serialized, .enabled(if: MountProcess.fuseAvailable, "mount tests need /dev/fuse, which this machine lacks"))
+struct EditorSaveTests {
+    struct Edit: CustomTestStringConvertible, Sendable {
+        var label: String
+        var command: String
+        var expected: String
+        var testDescription: String { label }
+    }
+
+    static let edits: [Edit] = [
+        Edit(label: "write in place with >", command: "printf 'line two\\n' > plan.md", expected: "line two\n"),
+        Edit(label: "append with >>", command: "printf 'more\\n' >> plan.md", expected: "line one\nmore\n"),
+        Edit(label: "sed -i", command: "sed -i 's/one/uno/' plan.md", expected: "line uno\n"),
+        Edit(
+            label: "python write-then-os.replace",
+            command: "python3 -c \"import os\nwith open('plan.md.new', 'w') as f:\n    f.write('from python\\\\n'); f.flush(); os.fsync(f.fileno())\nos.replace('plan.md.new', 'plan.md')\"",
+            expected: "from python\n"),
+        Edit(label: "vim -es, backup-and-rename", command: "vim -es -N -u NONE -c 'set backupcopy=no writebackup nobackup' -c '%s/one/vim/' -c 'wq' plan.md", expected: "line vim\n"),
+        Edit(label: "vim -es, keeping a backup~", command: "vim -es -N -u NONE -c 'set backupcopy=no backup' -c '%s/one/kept/' -c 'wq' plan.md", expected: "line kept\n"),
+        Edit(label: "vim -es, defaults", command: "vim -es -c '%s/one/plain/' -c 'wq' plan.md", expected: "line plain\n"),
+        Edit(label: "cp over the note", command: "printf 'copied\\n' > /tmp/notes-cp-src && cp /tmp/notes-cp-src plan.md", expected: "copied\n"),
+        Edit(label: "mv a new file over the note", command: "printf 'moved\\n' > other.md && mv other.md plan.md", expected: "moved\n"),
+        Edit(label: "gedit-style temporary renamed over", command: "printf 'gio\\n' > .goutputstream-AB12CD && mv .goutputstream-AB12CD plan.md", expected: "gio\n"),
+        Edit(label: "truncate", command: "truncate -s 4 plan.md", expected: "line"),
+    ]
+
+    @Test(arguments: edits)
+    func editKeepsIdentity(_ edit: Edit) async throws {
+        // Given alice's note, shared read-write with bob, in the mounted zone Work
+        let people = try await TwoMounts()
+        let work = try await people.alice.createZone(named: "Work").id
+        let note = try await people.saveNote(people.alice, zone: work, name: "plan.md", body: "line one\n")
+        let share = try await people.shareWithBob(zone: work, root: note.recordName, permission: .readWrite)
+        let folder = people.aliceMount.path("private/Work")
+        #expect(await eventually { fileText("\(folder)/plan.md") == "line one\n" && xattr("\(folder)/plan.md", "share") == share.id })
+        let versionsBefore = try await people.alice.versions(of: note.recordName, in: work).count
+
+        // When the editor saves
+        let result = Shell.run(edit.command, in: folder)
+        #expect(result.status == 0, "\(edit.label): \(result)")
+
+        // Then the file shows the new text and is still the same record in the same share
+        #expect(fileText("\(folder)/plan.md") == edit.expected)
+        #expect(xattr("\(folder)/plan.md", "record") == note.recordName)
+        #expect(xattr("\(folder)/plan.md", "share") == share.id)
+        let uploaded = await eventually {
+            (try? await people.alice.records([note.recordName], in: work).first?.body) == edit.expected
+        }
+        #expect(uploaded, "the server never got the edit; mount log:\n\(people.aliceMount.log())")
+        let record = try await people.alice.records([note.recordName], in: work).first
+        #expect(record?.shareID == share.id)
+        #expect(record?.name == "plan.md")
+        let after = try await people.alice.share(id: share.id)
+        #expect(after.participants == share.participants.map { participant in
+            var accepted = participant
+            if accepted.name == "bob" { accepted.status = .accepted }
+            return accepted
+        })
+        // one more version, and no stray records (temporaries, backups) on the server
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await people.alice.versions(of: note.recordName, in: work).count == versionsBefore + 1)
+        let everything = try await people.alice.zoneChanges(work, since: nil)
+        #expect(everything.records.map(\.name) == ["plan.md"], "stray records: \(everything.records.map(\.name))")
+    }
+
+    @Test func scratchFilesWorkButAreNotUploaded() async throws {
+        let people = try await TwoMounts()
+        let folder = people.aliceMount.path("private")
+        let names = [".plan.md.swp", "plan.md~", "4913", ".#plan.md", "#plan.md#", "draft.tmp"]
+        for name in names {
+            #expect(Shell.run("printf scratch > '\(name)' && cat '\(name)'", in: folder).stdout == "scratch")
+        }
+        #expect(Shell.run("printf '# real' > real.md", in: folder).status == 0)
+        #expect(await eventually { (try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records.count) == 1 })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await people.alice.zoneChanges(people.aliceDefault, since: nil).records.map(\.name) == ["real.md"])
+        let listing = Shell.run("ls -A", in: folder).stdout.split(separator: "\n").map(String.init).sorted()
+        #expect(listing == (names + ["real.md"]).sorted())
+    }
+}

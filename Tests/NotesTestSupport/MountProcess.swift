@@ -1,0 +1,131 @@
+#if canImport(Glibc)
+@preconcurrency public import Glibc
+#endif
+public import Foundation
+import NotesModel
+
+/// A real `notes mount --foreground` process for one account of a `DaemonProcess`.
+///
+/// Mount points live under /var/tmp, not /tmp: vim skips its backup-and-rename save
+/// for files under /tmp (`backupskip`), and that save is one the tests must drive.
+public final class MountProcess: @unchecked Sendable {
+    public let mountpoint: String
+    public let cacheDir: String
+    public let logPath: String
+    let folder: String
+    let daemon: DaemonProcess
+    let token: String?
+    public private(set) var process = Process()
+
+    public init(daemon: DaemonProcess, token: String? = nil) throws {
+        folder = "/var/tmp/nm-\(UUID().uuidString.prefix(8))"
+        mountpoint = "\(folder)/mnt"
+        cacheDir = "\(folder)/cache"
+        logPath = "\(folder)/mount.log"
+        self.daemon = daemon
+        self.token = token
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        try start()
+    }
+
+    /// The `notes` binary next to `notesd`.
+    public static var notesBinary: String {
+        URL(fileURLWithPath: DaemonProcess.binary).deletingLastPathComponent().appendingPathComponent("notes").path
+    }
+
+    /// Starts the mount and waits until the kernel lists it.
+    public func start() throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.notesBinary)
+        process.arguments = ["mount", mountpoint, "--foreground", "--cache-dir", cacheDir, "--socket", daemon.socket, "--log-level", "debug"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTES_TOKEN"] = token
+        process.environment = environment
+        if !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if Self.isMounted(mountpoint) { return }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        throw NotesError(.serviceUnavailable, "the mount did not come up; its log:\n\(self.log())")
+    }
+
+    public func log() -> String {
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+    }
+
+    /// A path inside the mount.
+    public func path(_ relative: String) -> String { "\(mountpoint)/\(relative)" }
+
+    /// Sends `signal` and waits for the process to end; returns whether it did.
+    @discardableResult
+    public func stop(signal: Int32 = SIGTERM) -> Bool {
+        kill(process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(15)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if signal == SIGKILL { _ = Shell.run("fusermount3 -u -z \(mountpoint)") }
+        return !process.isRunning
+    }
+
+    public static func isMounted(_ path: String) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+        return table.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 4 && fields[4] == path && line.contains(" - fuse.notes ")
+        }
+    }
+
+    /// Whether this machine can mount FUSE file systems at all.
+    public static var fuseAvailable: Bool { FileManager.default.fileExists(atPath: "/dev/fuse") }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+        }
+        if Self.isMounted(mountpoint) { _ = Shell.run("fusermount3 -u -z \(mountpoint)") }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// Runs commands the way a person types them, through /bin/sh.
+public enum Shell {
+    public struct Result: Sendable, CustomStringConvertible {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+        public var description: String { "status \(status), stdout: \(stdout), stderr: \(stderr)" }
+    }
+
+    @discardableResult
+    public static func run(_ command: String, in directory: String? = nil, environment: [String: String] = [:]) -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            return Result(status: -1, stdout: "", stderr: "\(error)")
+        }
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}

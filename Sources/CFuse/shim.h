@@ -36,7 +36,6 @@ static const int NOTES_SET_ATTR_MTIME_NOW = FUSE_SET_ATTR_MTIME_NOW;
 static const int NOTES_SET_ATTR_CTIME = FUSE_SET_ATTR_CTIME;
 
 /* Capabilities asked for in init. */
-static const unsigned int NOTES_CAP_WRITEBACK_CACHE = FUSE_CAP_WRITEBACK_CACHE;
 static const unsigned int NOTES_CAP_READDIRPLUS = FUSE_CAP_READDIRPLUS;
 static const unsigned int NOTES_CAP_READDIRPLUS_AUTO = FUSE_CAP_READDIRPLUS_AUTO;
 static const unsigned int NOTES_CAP_EXPLICIT_INVAL_DATA = FUSE_CAP_EXPLICIT_INVAL_DATA;

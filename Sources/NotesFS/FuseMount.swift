@@ -18,6 +18,10 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
         /// Seconds the kernel may keep names and attributes without asking again.
         public var entryTimeout: Double = 300
         public var attributeTimeout: Double = 300
+        /// Seconds the kernel may remember that a name does not exist. Short, because a
+        /// lookup that races with a name arriving from the server can leave a stale
+        /// "missing" behind that no invalidation reaches.
+        public var negativeTimeout: Double = 1
         /// libfuse worker threads.
         public var threads: UInt32 = 4
         public init() {}
@@ -85,7 +89,8 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
 
     public func invalidateContent(of inode: Inode) {
         guard let session else { return }
-        _ = fuse_lowlevel_notify_inval_inode(session, inode, 0, 0)
+        let result = fuse_lowlevel_notify_inval_inode(session, inode, 0, 0)
+        if result != 0 && result != -ENOENT { fputs("notes: invalidating inode \(inode) failed: \(result)\n", stderr) }
     }
 
     public func invalidateEntry(parent: Inode, name: String) {
@@ -93,7 +98,8 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
         var bytes = Array(name.utf8)
         bytes.withUnsafeMutableBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
-                _ = fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
+                let result = fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
+                if result != 0 && result != -ENOENT { fputs("notes: invalidating \(name) in \(parent) failed: \(result)\n", stderr) }
             }
         }
     }

@@ -69,7 +69,7 @@ extension FuseMount {
         case .failure(let error) where error.errno == ENOENT:
             var entry = fuse_entry_param()
             entry.ino = 0
-            entry.entry_timeout = options.entryTimeout
+            entry.entry_timeout = options.negativeTimeout
             fuse_reply_entry(request, &entry)
         case .failure(let error):
             fuse_reply_err(request, error.errno)
@@ -146,9 +146,11 @@ extension FuseMount {
         var operations = fuse_lowlevel_ops()
         operations.`init` = { _, connection in
             guard let connection else { return }
-            // The kernel's caches are the speed of this file system: write-back caching of
-            // pages, readdirplus, and data invalidated only when the model says so.
-            for capability in [NOTES_CAP_WRITEBACK_CACHE, NOTES_CAP_READDIRPLUS, NOTES_CAP_EXPLICIT_INVAL_DATA, NOTES_CAP_ATOMIC_O_TRUNC]
+            // The kernel's caches are the speed of this file system: readdirplus, and pages
+            // kept until the model invalidates them. Not the write-back cache: with it the
+            // kernel trusts its own size and mtime of a file for good, so a note that grew
+            // on another machine would stay cut at its old length here.
+            for capability in [NOTES_CAP_READDIRPLUS, NOTES_CAP_EXPLICIT_INVAL_DATA, NOTES_CAP_ATOMIC_O_TRUNC]
             where connection.pointee.capable & capability != 0 {
                 connection.pointee.want |= capability
             }

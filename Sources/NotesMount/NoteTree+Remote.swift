@@ -13,7 +13,10 @@ extension NoteTree {
             Self.place(&state, effects.updated, invalidations: &invalidations)
             for key in effects.removed { Self.removeRecordNode(&state, key, replica: replica, invalidations: &invalidations) }
         }
-        invalidate(invalidations)
+        invalidate(invalidations + state.withLock { state in
+            defer { state.pendingInvalidations = [] }
+            return state.pendingInvalidations
+        })
     }
 
     /// Takes records out of the tree (deleted elsewhere, or a local change the server refused).
@@ -50,7 +53,10 @@ extension NoteTree {
                 Self.detach(&state, owner)
             }
         }
-        invalidate(invalidations)
+        invalidate(invalidations + state.withLock { state in
+            defer { state.pendingInvalidations = [] }
+            return state.pendingInvalidations
+        })
     }
 
     /// Records a zone the server lists, so its records find their folder.
@@ -65,7 +71,10 @@ extension NoteTree {
                 if let node = state.nodes[inode] { invalidations.append(.entry(node.parent, node.name)) }
             }
         }
-        invalidate(invalidations)
+        invalidate(invalidations + state.withLock { state in
+            defer { state.pendingInvalidations = [] }
+            return state.pendingInvalidations
+        })
     }
 
     /// The shares the account owns or accepted; permissions and extended attributes
@@ -77,13 +86,17 @@ extension NoteTree {
             state.shares = Dictionary(shares.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             let changed = Set(old.keys).union(state.shares.keys).filter { old[$0] != state.shares[$0] }
             guard !changed.isEmpty else { return }
+            Self.replaceSharedRecords(&state, invalidations: &invalidations)
             for (inode, node) in state.nodes {
                 let zoneWide: Bool
                 if case .zoneFolder = node.kind { zoneWide = true } else { zoneWide = false }
                 if zoneWide || node.shareID.map(changed.contains) == true { invalidations.append(.content(inode)) }
             }
         }
-        invalidate(invalidations)
+        invalidate(invalidations + state.withLock { state in
+            defer { state.pendingInvalidations = [] }
+            return state.pendingInvalidations
+        })
     }
 
     /// Records an editor moved aside and did not take back within `age` seconds: their

@@ -24,6 +24,9 @@ public final class NoteTree: Sendable {
         var detached: [DetachedName: DetachedRecord] = [:]
         var nextLocalInode: Inode = InodeNumbers.localBit
         var nextHandle: UInt64 = 1
+        /// Names the kernel may have cached as missing that now exist (folders made on
+        /// demand); drained after the lock by whoever changed the tree from outside.
+        var pendingInvalidations: [Invalidation] = []
     }
 
     struct DetachedName: Hashable {
@@ -108,6 +111,8 @@ public final class NoteTree: Sendable {
             state.nodes[inode] = Node(inode: inode, parent: parent, name: name, kind: kind, isDirectory: true, modified: now, changed: now, accessed: now)
         }
         if !state.nodes[inode]!.attached || state.nodes[parent]?.children[name] != inode {
+            state.pendingInvalidations.append(.entry(parent, name))
+            state.pendingInvalidations.append(.content(parent))
             state.nodes[inode]!.attached = true
             state.nodes[inode]!.parent = parent
             state.nodes[parent]?.children[name] = inode
@@ -118,15 +123,56 @@ public final class NoteTree: Sendable {
     /// Where a record belongs: its parent's node, else (a shared hierarchy's root, whose
     /// parent the account cannot see) the owner's folder, else the zone's root.
     static func parentInode(_ state: inout State, of record: ReplicaRecord) -> Inode {
-        let scope = state.zones[record.zone] ?? (record.zone.owner == state.account ? .private : .shared)
-        if let parent = record.parent, let inode = state.index[RecordKey(zone: record.zone, recordName: parent)] {
+        parentInode(&state, key: record.key, parent: record.parent)
+    }
+
+    static func parentInode(_ state: inout State, key: RecordKey, parent: String?) -> Inode {
+        let scope = state.zones[key.zone] ?? (key.zone.owner == state.account ? .private : .shared)
+        if let parent, let inode = state.index[RecordKey(zone: key.zone, recordName: parent)] {
             return inode
         }
         if scope == .shared {
-            let isHierarchyRoot = state.shares.values.contains { $0.zone == record.zone && $0.rootRecordName == record.recordName }
-            if isHierarchyRoot || record.parent != nil { return ownerFolder(&state, record.zone.owner) }
+            let isHierarchyRoot = state.shares.values.contains { $0.zone == key.zone && $0.rootRecordName == key.recordName }
+            if isHierarchyRoot || parent != nil { return ownerFolder(&state, key.zone.owner) }
         }
-        return zoneContainer(&state, record.zone, scope: scope)
+        return zoneContainer(&state, key.zone, scope: scope)
+    }
+
+    /// Moves records of shared zones to where the shares now say they belong (a share
+    /// learned after its records arrived, a zone-wide share that became a hierarchy
+    /// one) and drops shared folders left empty.
+    static func replaceSharedRecords(_ state: inout State, invalidations: inout [Invalidation]) {
+        let shared = state.nodes.values.filter { node in
+            guard let key = node.recordKey, node.attached else { return false }
+            return state.zones[key.zone] == .shared
+        }
+        for node in shared {
+            guard let key = node.recordKey else { continue }
+            let parent = parentInode(&state, key: key, parent: node.recordParent)
+            if parent == node.parent { continue }
+            invalidations.append(.entry(node.parent, node.name))
+            invalidations.append(.content(node.parent))
+            detach(&state, node.inode)
+            attach(&state, node.inode, parent: parent, name: node.name, invalidations: &invalidations)
+        }
+        for node in state.nodes.values where node.attached && node.children.isEmpty {
+            let emptyZoneFolder: Bool
+            if case .zoneFolder(let zone) = node.kind {
+                emptyZoneFolder = zone.owner != state.account && !state.shares.values.contains { $0.zone == zone && $0.isZoneWide }
+            } else {
+                emptyZoneFolder = false
+            }
+            if emptyZoneFolder {
+                invalidations.append(.entry(node.parent, node.name))
+                detach(&state, node.inode)
+            }
+        }
+        for node in state.nodes.values where node.attached && node.children.isEmpty {
+            if case .ownerFolder = node.kind {
+                invalidations.append(.entry(node.parent, node.name))
+                detach(&state, node.inode)
+            }
+        }
     }
 
     /// Brings nodes in line with records as the replica now holds them: new records get

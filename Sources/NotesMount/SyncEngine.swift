@@ -182,6 +182,11 @@ public final class SyncEngine: Sendable {
         for change in batch {
             let record = change.record
             dirty[record.recordName] = record.dirty
+            if record.deleted && record.changeTag == nil {
+                // Never reached the server (uploads run one at a time, so none is under way).
+                try replica.markDeleted(record.key, dirty: record.dirty)
+                continue
+            }
             if record.deleted {
                 deletes.append(RecordDelete(recordName: record.recordName, changeTag: record.changeTag))
                 continue
@@ -192,6 +197,7 @@ public final class SyncEngine: Sendable {
                 body: record.recordType == .note ? String(decoding: content, as: UTF8.self) : nil,
                 bytes: record.recordType == .file ? Data(content) : nil, changeTag: record.changeTag))
         }
+        if saves.isEmpty && deletes.isEmpty { return true }
         do {
             let result = try await client.modify(ModifyRequest(zone: zone, saves: saves, deletes: deletes))
             setOnline(true)
@@ -251,12 +257,17 @@ public final class SyncEngine: Sendable {
     /// Brings the replica and the tree up to date with every zone the account sees.
     func fetchAll() async {
         do {
+            // Zones first, then shares: every zone listed was accepted before the shares
+            // were read, so each shared record finds the share that places it.
+            var listings: [(DatabaseScope, [Zone])] = []
+            for scope in DatabaseScope.allCases {
+                listings.append((scope, try await client.zones(scope: scope)))
+            }
             let shares = try await client.shares()
             try replica.saveShares(shares)
             tree.setShares(shares)
             let known = try replica.zones()
-            for scope in DatabaseScope.allCases {
-                let zones = try await client.zones(scope: scope)
+            for (scope, zones) in listings {
                 let listed = Set(zones.map(\.id))
                 for zone in known where zone.scope == scope && zone.pending == nil && !listed.contains(zone.id) {
                     let removed = try replica.removeZone(zone.id)

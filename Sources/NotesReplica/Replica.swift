@@ -131,12 +131,13 @@ public final class Replica: Sendable {
         return stored
     }
 
-    /// Queues the delete of a record; one that was never uploaded simply goes away.
+    /// Queues the delete of a record. The row stays (marked) even if it was never
+    /// uploaded: an upload of its creation may be under way, and its answer must find
+    /// the row to learn that the record now exists on the server and needs deleting.
     public func deleteLocal(_ key: RecordKey, durable: Bool = false) throws(ReplicaError) {
         let dirty = nextDirty()
         try write("delete \(key) in the replica", durable: durable) { db in
             let arguments: StatementArguments = [key.zone.owner, key.zone.name, key.recordName]
-            try db.execute(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND change_tag IS NULL", arguments: arguments)
             try db.execute(
                 sql: "UPDATE records SET deleted = 1, dirty = ?, content = NULL WHERE owner = ? AND zone = ? AND record_name = ?",
                 arguments: [dirty] + arguments)

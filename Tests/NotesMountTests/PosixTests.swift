@@ -1,0 +1,101 @@
+import Foundation
+import NotesClient
+import NotesModel
+import NotesTestSupport
+import Testing
+
+/// POSIX behaviour where it applies, checked with the errno a program sees.
+@Suite(.serialized, .enabled(if: MountProcess.fuseAvailable, "mount tests need /dev/fuse, which this machine lacks"))
+struct PosixTests {
+    @Test func posixSemantics() async throws {
+        let people = try await TwoMounts()
+        // a top-level folder of private/ is a zone
+        #expect(Shell.run("mkdir Work", in: people.aliceMount.path("private")).status == 0)
+        let root = people.aliceMount.path("private/Work")
+        #expect(Shell.run("printf one > a.md && printf two > b.md && mkdir -p Folder && mkdir Folder/Sub && printf x > Folder/Sub/x.md", in: root).status == 0)
+        let long = String(repeating: "n", count: 256)
+        let answers = errnos(root, [
+            ("rename over", "os.replace('a.md', 'b.md')"),
+            ("rmdir non-empty", "os.rmdir('Folder')"),
+            ("create excl", "os.open('b.md', os.O_CREAT | os.O_EXCL | os.O_WRONLY)"),
+            ("long name", "open('\(long).md', 'w')"),
+            ("chmod", "os.chmod('b.md', 0o600)"),
+            ("chown", "os.chown('b.md', 1234, 1234)"),
+            ("symlink", "os.symlink('b.md', 'link.md')"),
+            ("hard link", "os.link('b.md', 'hard.md')"),
+            ("mknod fifo", "os.mkfifo('fifo')"),
+            ("move folder into itself", "os.rename('Folder', 'Folder/Sub/Inner')"),
+            ("truncate", "os.truncate('b.md', 2)"),
+            ("utime", "os.utime('b.md', (1000000000, 1000000000))"),
+        ])
+        #expect(answers["rename over"] == "ok")
+        #expect(answers["rmdir non-empty"] == "ENOTEMPTY")
+        #expect(answers["create excl"] == "EEXIST")
+        #expect(answers["long name"] == "ENAMETOOLONG")
+        #expect(answers["chmod"] == "EPERM")
+        #expect(answers["chown"] == "EPERM")
+        #expect(answers["symlink"] == "EPERM")
+        #expect(answers["hard link"] == "EPERM")
+        #expect(answers["mknod fifo"] == "EPERM")
+        #expect(answers["move folder into itself"] == "EINVAL")
+        #expect(answers["utime"] == "ok")
+        #expect(answers["truncate"] == "ok")
+        #expect(Shell.run("stat -c %Y b.md", in: root).stdout == "1000000000\n")
+        #expect(fileText("\(root)/b.md") == "on")
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/a.md"))
+
+        // A note unlinked while open stays readable through its handle.
+        let script = "import os\nf = open('b.md')\nos.unlink('b.md')\nprint(f.read())"
+        #expect(Shell.run("python3 -c \"\(script)\"", in: root).stdout == "on\n")
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/b.md"))
+        #expect(Shell.run("stat -f -c %T .", in: root).stdout.contains("fuse"))
+        #expect(Shell.run("grep ' \(people.aliceMount.mountpoint) ' /proc/mounts").stdout.contains("fuse.notes"))
+
+        // The server ends with the folder tree and no stray records.
+        var names: [String] = []
+        let settled = await eventually {
+            names = (try? await people.alice.zoneChanges(ZoneID(owner: "alice", name: "Work"), since: nil).records.map(\.name).sorted()) ?? []
+            return names == ["Folder", "Sub", "x.md"]
+        }
+        #expect(settled, "the server has \(names)")
+    }
+
+    @Test func offlineWritesSurviveUnmountAndUploadOnTheNextMount() async throws {
+        // Given a mount whose daemon goes away
+        let people = try await TwoMounts()
+        let root = people.aliceMount.path("private")
+        #expect(Shell.run("printf 'before' > kept.md", in: root).status == 0)
+        #expect(await eventually { (try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records.count) == 1 })
+        try await people.daemon.stop()
+
+        // When alice keeps writing, then the mount stops on SIGTERM
+        #expect(Shell.run("printf 'offline' > new.md && printf ' and after' >> kept.md && cat kept.md", in: root).stdout == "before and after")
+        #expect(people.aliceMount.stop(), "the mount did not exit on SIGTERM with notesd away")
+        #expect(!MountProcess.isMounted(people.aliceMount.mountpoint))
+
+        // Then the next mount (daemon back) uploads what was queued
+        try await people.daemon.restart()
+        try people.aliceMount.start()
+        #expect(fileText("\(root)/new.md") == "offline")
+        #expect(await eventually {
+            let records = (try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records) ?? []
+            return Set(records.map { "\($0.name)=\($0.body ?? "")" }) == ["kept.md=before and after", "new.md=offline"]
+        }, "queued writes never arrived; mount log:\n\(people.aliceMount.log())")
+    }
+
+    @Test func stableInodesAcrossRemounts() async throws {
+        let people = try await TwoMounts()
+        let work = try await people.alice.createZone(named: "Work").id
+        let note = try await people.saveNote(people.alice, zone: work, name: "plan.md", body: "x")
+        let path = people.aliceMount.path("private/Work/plan.md")
+        #expect(await eventually { fileText(path) == "x" })
+        let first = Shell.run("stat -c %i '\(path)'").stdout
+        #expect(people.aliceMount.stop())
+        try FileManager.default.removeItem(atPath: people.aliceMount.cacheDir)
+        try people.aliceMount.start()
+        #expect(await eventually { fileText(path) == "x" })
+        #expect(Shell.run("stat -c %i '\(path)'").stdout == first)
+        #expect(xattr(path, "record") == note.recordName)
+        #expect(xattr(path, "zone") == "alice/Work")
+    }
+}

@@ -7,14 +7,15 @@ import Testing
 @Suite struct SystemdUnitTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test(arguments: [("notesd.service", false), ("user/notesd.service", true)])
+    @Test(arguments: [("notesd.service", false), ("user/notesd.service", true), ("user/notes-mount.service", true)])
     func unitVerifies(_ unit: String, _ user: Bool) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("units-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: folder) }
         let text = try String(contentsOf: Self.root.appendingPathComponent("systemd/\(unit)"), encoding: .utf8)
             .replacingOccurrences(of: "/usr/local/bin/notesd", with: DaemonProcess.binary)
-        let copy = folder.appendingPathComponent("notesd.service")
+            .replacingOccurrences(of: "/usr/local/bin/notes ", with: MountProcess.notesBinary + " ")
+        let copy = folder.appendingPathComponent(URL(fileURLWithPath: unit).lastPathComponent)
         try text.write(to: copy, atomically: true, encoding: .utf8)
 
         let process = Process()

@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "notesd", targets: ["notesd"]),
         .executable(name: "notes", targets: ["notes"]),
         .executable(name: "notes-bench", targets: ["notes-bench"]),
+        .executable(name: "notes-fsbench", targets: ["notes-fsbench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -115,6 +116,15 @@ let package = Package(
             dependencies: [
                 "NotesModel", "NotesClient",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The mount against tmpfs, phase by phase, and save-to-visible latency: see BENCHMARKS.md.
+        .executableTarget(
+            name: "notes-fsbench",
+            dependencies: [
+                "NotesModel", "NotesClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings

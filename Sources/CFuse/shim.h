@@ -10,14 +10,16 @@
 /* Function-like macros and versioned symbols do not import into Swift; these inline
    wrappers give them a callable name. */
 
-/** Runs the session's multi-threaded loop until it is exited or unmounted. */
-static inline int notes_fuse_session_loop_mt(struct fuse_session *se, unsigned int max_threads) {
-    struct fuse_loop_config *config = fuse_loop_cfg_create();
-    fuse_loop_cfg_set_max_threads(config, max_threads);
-    fuse_loop_cfg_set_idle_threads(config, max_threads);
-    int result = fuse_session_loop_mt(se, config);
-    fuse_loop_cfg_destroy(config);
-    return result;
+/** Runs the session's multi-threaded loop until it is exited or unmounted.
+    At FUSE_USE_VERSION 35 the loop takes the version-1 config struct (clone_fd,
+    max_idle_threads); handing it a `fuse_loop_cfg_create()` object instead is read as
+    clone_fd on and a tiny idle limit, so libfuse opens /dev/fuse and starts a thread
+    for every request. */
+static inline int notes_fuse_session_loop_mt(struct fuse_session *se, unsigned int max_idle_threads) {
+    struct fuse_loop_config config;
+    config.clone_fd = 0;
+    config.max_idle_threads = max_idle_threads;
+    return fuse_session_loop_mt(se, &config);
 }
 
 /* Flags of rename(2) that libfuse passes through but glibc's headers hide here. */

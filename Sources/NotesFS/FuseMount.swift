@@ -22,7 +22,7 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
         /// lookup that races with a name arriving from the server can leave a stale
         /// "missing" behind that no invalidation reaches.
         public var negativeTimeout: Double = 1
-        /// libfuse worker threads.
+        /// libfuse worker threads kept waiting for requests.
         public var threads: UInt32 = 4
         public init() {}
     }
@@ -33,6 +33,8 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     private var session: OpaquePointer?
     private let listings = Mutex<[UInt64: [DirectoryEntry]]>([:])
     private let nextListing = Atomic<UInt64>(1)
+    /// Set once unmounting starts: late invalidations from the sync engine are dropped.
+    private let stopping = Atomic<Bool>(false)
 
     public init(mountpoint: String, fileSystem: any FileSystem, options: Options = Options()) {
         self.mountpoint = mountpoint
@@ -73,7 +75,7 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
 
     /// Ends the loop and detaches the mount. Safe to call from any thread, more than once.
     public func unmount() {
-        guard let session else { return }
+        guard let session, !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
         fuse_session_exit(session)
         fuse_session_unmount(session)
     }
@@ -88,13 +90,13 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     // MARK: KernelCache
 
     public func invalidateContent(of inode: Inode) {
-        guard let session else { return }
+        guard let session, !stopping.load(ordering: .sequentiallyConsistent) else { return }
         let result = fuse_lowlevel_notify_inval_inode(session, inode, 0, 0)
         if result != 0 && result != -ENOENT { fputs("notes: invalidating inode \(inode) failed: \(result)\n", stderr) }
     }
 
     public func invalidateEntry(parent: Inode, name: String) {
-        guard let session else { return }
+        guard let session, !stopping.load(ordering: .sequentiallyConsistent) else { return }
         var bytes = Array(name.utf8)
         bytes.withUnsafeMutableBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in

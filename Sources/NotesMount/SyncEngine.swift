@@ -259,6 +259,9 @@ public final class SyncEngine: Sendable {
         do {
             // Zones first, then shares: every zone listed was accepted before the shares
             // were read, so each shared record finds the share that places it.
+            // What the replica knew before asking: a zone created here meanwhile is
+            // still pending in this snapshot, so it is not taken for one deleted elsewhere.
+            let known = try replica.zones()
             var listings: [(DatabaseScope, [Zone])] = []
             for scope in DatabaseScope.allCases {
                 listings.append((scope, try await client.zones(scope: scope)))
@@ -266,7 +269,6 @@ public final class SyncEngine: Sendable {
             let shares = try await client.shares()
             try replica.saveShares(shares)
             tree.setShares(shares)
-            let known = try replica.zones()
             for (scope, zones) in listings {
                 let listed = Set(zones.map(\.id))
                 for zone in known where zone.scope == scope && zone.pending == nil && !listed.contains(zone.id) {

@@ -1,0 +1,231 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import ArgumentParser
+import Foundation
+import NotesClient
+import NotesModel
+
+/// `notes-fsbench`: the same small-file workload on a notes mount and on tmpfs in one
+/// run, printed as slowdowns per phase, plus save-to-visible latency between two mounts.
+@main
+struct FSBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notes-fsbench",
+        abstract: "Measure the notes mount against tmpfs, phase by phase, and save-to-visible latency.",
+        discussion: """
+            Starts its own notesd and two mounts (two accounts sharing a folder) next to this \
+            binary; needs root and /dev/fuse. Build in release mode first.
+
+            Example:
+              swift build -c release && .build/release/notes-fsbench --files 2000
+            """)
+
+    @Option(help: "Notes in the workload's folder.")
+    var files = 2_000
+
+    @Option(help: "Bytes in each note.")
+    var bytes = 2_048
+
+    @Option(help: "Saves for the save-to-visible latency.")
+    var saves = 200
+
+    @Option(help: "Repetitions of the listing phases (they are fast).")
+    var listings = 20
+
+    func run() async throws {
+        let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let work = "/var/tmp/notes-fsbench-\(UUID().uuidString.prefix(6))"
+        let shm = "/dev/shm/notes-fsbench-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: shm, withIntermediateDirectories: true)
+        defer {
+            try? FileManager.default.removeItem(atPath: shm)
+        }
+        let daemon = try Daemon(binaries: binaries, folder: "/tmp/nfb-\(UUID().uuidString.prefix(6))")
+        defer { daemon.stop() }
+        let admin = daemon.client()
+        let aliceToken = try await admin.createAccount(name: "alice").token
+        let bobToken = try await admin.createAccount(name: "bob").token
+        print("notes-fsbench: \(files) notes of \(bytes) bytes; tmpfs at \(shm); \(ProcessInfo.processInfo.activeProcessorCount) cores")
+
+        let payload = [UInt8](repeating: UInt8(ascii: "x"), count: bytes)
+        for (label, cache) in [("replica cache on tmpfs", "\(shm)/cache-a"), ("replica cache on disk", "\(work)/cache-a")] {
+            let mount = try Mount(binaries: binaries, daemon: daemon, token: aliceToken, mountpoint: "\(work)/\(label.hasSuffix("tmpfs") ? "a1" : "a2")", cache: cache)
+            defer { mount.stop() }
+            let baseline = "\(shm)/tmpfs-\(label.hasSuffix("tmpfs") ? 1 : 2)"
+            try FileManager.default.createDirectory(atPath: baseline, withIntermediateDirectories: true)
+            let onMount = "\(mount.mountpoint)/private/Bench\(label.hasSuffix("tmpfs") ? 1 : 2)"
+            guard mkdir(onMount, 0o755) == 0 else { throw ValidationError("mkdir \(onMount): \(String(cString: strerror(errno)))") }
+            let tmpfs = try Workload(folder: baseline, files: files, payload: payload, listings: listings).run()
+            let notes = try Workload(folder: onMount, files: files, payload: payload, listings: listings).run()
+            print("\n\(label)")
+            print("phase".padding(toLength: 22, withPad: " ", startingAt: 0) + "tmpfs µs/op".leftPad(13) + "mount µs/op".leftPad(13) + "slowdown".leftPad(10) + "aim".leftPad(8))
+            for (phase, aim) in Workload.phases {
+                let base = tmpfs[phase]!, measured = notes[phase]!
+                let ratio = measured / base
+                print(phase.padding(toLength: 22, withPad: " ", startingAt: 0)
+                    + String(format: "%.2f", base * 1e6).leftPad(13) + String(format: "%.2f", measured * 1e6).leftPad(13)
+                    + String(format: "%.2f×", ratio).leftPad(10) + String(format: "≤%.1f×", aim).leftPad(8) + (ratio <= aim ? "" : "  (above aim)"))
+            }
+        }
+
+        // Save-to-visible: alice saves a shared note, bob's mount shows the new text.
+        let alice = try Mount(binaries: binaries, daemon: daemon, token: aliceToken, mountpoint: "\(work)/alice", cache: "\(shm)/cache-alice")
+        defer { alice.stop() }
+        let bob = try Mount(binaries: binaries, daemon: daemon, token: bobToken, mountpoint: "\(work)/bob", cache: "\(shm)/cache-bob")
+        defer { bob.stop() }
+        let aliceClient = daemon.client(token: aliceToken)
+        _ = try await aliceClient.createZone(named: "Team")
+        let note = RecordSave(recordName: "latency", recordType: .note, name: "live.md", body: "0")
+        _ = try await aliceClient.modify(ModifyRequest(zone: ZoneID(owner: "alice", name: "Team"), saves: [note]))
+        let share = try await aliceClient.createShare(NewShare(zone: ZoneID(owner: "alice", name: "Team"), rootRecordName: nil, participants: [Invitee(name: "bob", permission: .readWrite)]))
+        _ = try await daemon.client(token: bobToken).accept(url: share.url ?? share.urlToken)
+        let source = "\(alice.mountpoint)/private/Team/live.md"
+        let target = "\(bob.mountpoint)/shared/alice/Team/live.md"
+        guard wait(until: { read(source) == "0" && read(target) == "0" }, seconds: 10) else { throw ValidationError("the shared note never reached both mounts") }
+        var latencies: [Double] = []
+        for round in 1...saves {
+            let text = "save \(round)"
+            guard write(source, Array(text.utf8)) else { throw ValidationError("writing \(source) failed") }
+            let start = ContinuousClock.now
+            guard wait(until: { read(target) == text }, seconds: 10) else { throw ValidationError("save \(round) never reached bob's mount") }
+            latencies.append((ContinuousClock.now - start).seconds)
+        }
+        latencies.sort()
+        let p50 = latencies[latencies.count / 2], p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
+        print(String(format: "\nsave on one mount → visible on another (%d saves): p50 %.1f ms, p99 %.1f ms (aim p50 ≤ 50 ms, p99 ≤ 250 ms)", saves, p50 * 1e3, p99 * 1e3))
+        try? FileManager.default.removeItem(atPath: work)
+    }
+}
+
+/// The small-file workload, timed phase by phase (seconds per operation).
+struct Workload {
+    static let phases: [(String, Double)] = [
+        ("create+write+close", 12), ("first stat", 10), ("cached stat", 1.2), ("readdir", 1), ("ls -l", 1.5),
+        ("open+read+close", 8), ("atomic save", 10), ("unlink", 6),
+    ]
+
+    let folder: String
+    let files: Int
+    let payload: [UInt8]
+    let listings: Int
+
+    func path(_ index: Int) -> String { "\(folder)/note-\(index).md" }
+
+    func run() throws -> [String: Double] {
+        var results: [String: Double] = [:]
+        let paths = (0..<files).map(path)
+        results["create+write+close"] = try time(files) {
+            for path in paths {
+                let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o644)
+                guard fd >= 0, payload.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == payload.count else { throw failure("create \(path)") }
+                close(fd)
+            }
+        }
+        dropCaches()
+        var info = stat()
+        results["first stat"] = try time(files) {
+            for path in paths where stat(path, &info) != 0 { throw failure("stat \(path)") }
+        }
+        results["cached stat"] = try time(files) {
+            for path in paths where stat(path, &info) != 0 { throw failure("stat \(path)") }
+        }
+        results["readdir"] = try time(files * listings) {
+            for _ in 0..<listings { _ = try names() }
+        }
+        results["ls -l"] = try time(files * listings) {
+            for _ in 0..<listings {
+                for name in try names() where lstat("\(folder)/\(name)", &info) != 0 { throw failure("lstat \(name)") }
+            }
+        }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        results["open+read+close"] = try time(files) {
+            for path in paths {
+                let fd = open(path, O_RDONLY)
+                guard fd >= 0, buffer.withUnsafeMutableBytes({ Glibc.read(fd, $0.baseAddress, $0.count) }) == payload.count else { throw failure("read \(path)") }
+                close(fd)
+            }
+        }
+        results["atomic save"] = try time(files) {
+            for path in paths {
+                let temporary = path + ".new"
+                let fd = open(temporary, O_CREAT | O_WRONLY | O_TRUNC, 0o644)
+                guard fd >= 0, payload.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == payload.count, fsync(fd) == 0 else {
+                    throw failure("save \(temporary)")
+                }
+                close(fd)
+                guard rename(temporary, path) == 0 else { throw failure("rename \(temporary)") }
+            }
+        }
+        results["unlink"] = try time(files) {
+            for path in paths where unlink(path) != 0 { throw failure("unlink \(path)") }
+        }
+        return results
+    }
+
+    func names() throws -> [String] {
+        guard let directory = opendir(folder) else { throw failure("opendir \(folder)") }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    func time(_ operations: Int, _ body: () throws -> Void) throws -> Double {
+        let start = ContinuousClock.now
+        try body()
+        return (ContinuousClock.now - start).seconds / Double(operations)
+    }
+
+    func failure(_ what: String) -> ValidationError {
+        ValidationError("\(what): \(String(cString: strerror(errno)))")
+    }
+
+    /// Drops the kernel's dentry and inode caches (root only) so that "first stat" is one.
+    func dropCaches() {
+        sync()
+        if let handle = FileHandle(forWritingAtPath: "/proc/sys/vm/drop_caches") {
+            handle.write(Data("2\n".utf8))
+            try? handle.close()
+        }
+    }
+}
+
+func read(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+    return count >= 0 ? String(decoding: buffer.prefix(count), as: UTF8.self) : nil
+}
+
+func write(_ path: String, _ bytes: [UInt8]) -> Bool {
+    let fd = open(path, O_WRONLY | O_TRUNC)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    return bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } == bytes.count
+}
+
+func wait(until condition: () -> Bool, seconds: Double) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(200)
+    }
+    return condition()
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+extension String {
+    func leftPad(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import ArgumentParser
+import Foundation
+import NotesClient
+
+/// The notesd the benchmark runs against, in a folder of its own.
+final class Daemon {
+    let process = Process()
+    let socket: String
+    let folder: String
+
+    init(binaries: URL, folder: String) throws {
+        self.folder = folder
+        socket = "\(folder)/notesd.sock"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        process.executableURL = binaries.appendingPathComponent("notesd")
+        process.arguments = ["--data-dir", folder, "--socket", socket, "--log-level", "warning"]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        guard wait(until: { FileManager.default.fileExists(atPath: self.socket) }, seconds: 20) else {
+            throw ValidationError("notesd did not start")
+        }
+    }
+
+    func client(token: String? = nil) -> NotesClient {
+        NotesClient(endpoint: .unixSocket(socket), token: token)
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// One `notes mount --foreground` process.
+final class Mount {
+    let process = Process()
+    let mountpoint: String
+
+    init(binaries: URL, daemon: Daemon, token: String, mountpoint: String, cache: String) throws {
+        self.mountpoint = mountpoint
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        process.executableURL = binaries.appendingPathComponent("notes")
+        process.arguments = ["mount", mountpoint, "--foreground", "--cache-dir", cache, "--socket", daemon.socket, "--log-level", "warning"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTES_TOKEN"] = token
+        process.environment = environment
+        try process.run()
+        guard wait(until: { Self.mounted(mountpoint) }, seconds: 20) else { throw ValidationError("the mount at \(mountpoint) did not come up") }
+    }
+
+    static func mounted(_ path: String) -> Bool {
+        ((try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? "").contains(" \(path) fuse.notes ")
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}

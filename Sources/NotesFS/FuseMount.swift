@@ -31,7 +31,8 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     let options: Options
     public let mountpoint: String
     private var session: OpaquePointer?
-    private let listings = Mutex<[UInt64: [DirectoryEntry]]>([:])
+    /// Open directories: the folder, and its listing once the kernel first reads it.
+    private let listings = Mutex<[UInt64: (inode: Inode, entries: [DirectoryEntry]?)]>([:])
     private let nextListing = Atomic<UInt64>(1)
     /// Set once unmounting starts: late invalidations from the sync engine are dropped.
     private let stopping = Atomic<Bool>(false)
@@ -108,14 +109,21 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
 
     // MARK: Listings kept per open directory, so offsets stay stable while paging
 
-    func openListing(_ entries: [DirectoryEntry]) -> UInt64 {
+    func openListing(_ inode: Inode) -> UInt64 {
         let handle = nextListing.wrappingAdd(1, ordering: .relaxed).oldValue
-        listings.withLock { $0[handle] = entries }
+        listings.withLock { $0[handle] = (inode, nil) }
         return handle
     }
 
-    func listing(_ handle: UInt64) -> [DirectoryEntry]? {
-        listings.withLock { $0[handle] }
+    /// The listing of an open directory, made on the first read: with `cache_readdir`
+    /// the kernel usually answers from its own copy and never asks.
+    func listing(_ handle: UInt64) throws(FileSystemError) -> [DirectoryEntry] {
+        guard let open = listings.withLock({ $0[handle] }) else { throw FileSystemError(EBADF) }
+        if let entries = open.entries { return entries }
+        let own = try fileSystem.attributes(of: open.inode)
+        let entries = [DirectoryEntry(name: ".", attributes: own), DirectoryEntry(name: "..", attributes: own)] + (try fileSystem.list(open.inode))
+        listings.withLock { $0[handle]?.entries = entries }
+        return entries
     }
 
     func closeListing(_ handle: UInt64) {

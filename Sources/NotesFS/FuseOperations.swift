@@ -114,8 +114,11 @@ extension FuseMount {
     /// Pages through an open directory's listing; `plus` hands the kernel each entry's
     /// attributes too, which counts as a lookup of it.
     func replyListing(_ request: fuse_req_t?, handle: UInt64, size: Int, offset: Int, plus: Bool) {
-        guard let entries = listing(handle) else {
-            fuse_reply_err(request, EBADF)
+        let entries: [DirectoryEntry]
+        do {
+            entries = try listing(handle)
+        } catch {
+            fuse_reply_err(request, error.errno)
             return
         }
         let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(size, 1))
@@ -262,9 +265,12 @@ extension FuseMount {
                 return
             }
             do throws(FileSystemError) {
-                info.pointee.fh = try mount.fileSystem.open(inode, mode: OpenMode(flags: info.pointee.flags))
+                let mode = OpenMode(flags: info.pointee.flags)
+                info.pointee.fh = try mount.fileSystem.open(inode, mode: mode)
                 // Pages stay cached across opens; the model invalidates them on remote changes.
                 info.pointee.keep_cache = 1
+                // Closing a file opened for reading has nothing to save: no FLUSH round trip.
+                if !mode.writes { info.pointee.noflush = 1 }
                 fuse_reply_open(request, info)
             } catch {
                 fuse_reply_err(request, error.errno)
@@ -310,10 +316,8 @@ extension FuseMount {
                 return
             }
             do throws(FileSystemError) {
-                let own = try mount.fileSystem.attributes(of: inode)
-                let entries = try mount.fileSystem.list(inode)
-                let dots = [DirectoryEntry(name: ".", attributes: own), DirectoryEntry(name: "..", attributes: own)]
-                info.pointee.fh = mount.openListing(dots + entries)
+                guard try mount.fileSystem.attributes(of: inode).isDirectory else { throw FileSystemError(ENOTDIR) }
+                info.pointee.fh = mount.openListing(inode)
                 // The kernel may keep the listing; the model invalidates the folder on change.
                 info.pointee.cache_readdir = 1
                 info.pointee.keep_cache = 1

@@ -27,7 +27,14 @@ public final class NoteTree: Sendable {
         /// Names the kernel may have cached as missing that now exist (folders made on
         /// demand); drained after the lock by whoever changed the tree from outside.
         var pendingInvalidations: [Invalidation] = []
+        /// Closed files whose content stays in memory, oldest first, and their bytes:
+        /// opening them again reads no SQLite.
+        var keptContent: [Inode] = []
+        var keptBytes = 0
     }
+
+    /// Most bytes of closed files' content kept in memory.
+    static let keptContentLimit = 64 << 20
 
     struct DetachedName: Hashable {
         var parent: Inode

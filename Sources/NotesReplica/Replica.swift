@@ -107,7 +107,7 @@ public final class Replica: Sendable {
     public func content(of key: RecordKey) throws(ReplicaError) -> [UInt8]? {
         try read("read \(key)") { db in
             let row = try Row.fetchOne(
-                db, sql: "SELECT content FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                db.cachedStatement(sql: "SELECT content FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
                 arguments: [key.zone.owner, key.zone.name, key.recordName])
             guard let row else { return nil }
             let data: Data? = row[0]
@@ -138,9 +138,8 @@ public final class Replica: Sendable {
         let dirty = nextDirty()
         try write("delete \(key) in the replica", durable: durable) { db in
             let arguments: StatementArguments = [key.zone.owner, key.zone.name, key.recordName]
-            try db.execute(
-                sql: "UPDATE records SET deleted = 1, dirty = ?, content = NULL WHERE owner = ? AND zone = ? AND record_name = ?",
-                arguments: [dirty] + arguments)
+            try db.cachedStatement(sql: "UPDATE records SET deleted = 1, dirty = ?, content = NULL WHERE owner = ? AND zone = ? AND record_name = ?")
+                .execute(arguments: [dirty] + arguments)
         }
     }
 
@@ -155,7 +154,7 @@ public final class Replica: Sendable {
     /// (only the server's answers move it).
     private static func upsert(_ db: Database, _ record: ReplicaRecord, content: [UInt8]?, keepTag: Bool = false) throws {
         let data = content.map { Data($0) }
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO records (owner, zone, record_name, record_type, name, parent, content, size, share_id, change_tag,
                                      created_at, modified_at, modified_by, dirty, deleted)
@@ -167,7 +166,8 @@ public final class Replica: Sendable {
                     change_tag = CASE WHEN ?17 THEN records.change_tag ELSE excluded.change_tag END,
                     modified_at = excluded.modified_at, modified_by = excluded.modified_by,
                     dirty = excluded.dirty, deleted = excluded.deleted
-                """,
+                """
+        ).execute(
             arguments: [
                 record.zone.owner, record.zone.name, record.recordName, record.recordType.rawValue, record.name, record.parent,
                 data, record.size, record.shareID, record.changeTag, record.createdAt, record.modifiedAt, record.modifiedBy,
@@ -199,12 +199,13 @@ public final class Replica: Sendable {
     /// (then only its base tag moves on).
     public func markSaved(_ key: RecordKey, dirty: Int64, as saved: NotesModel.Record) throws(ReplicaError) {
         try write("mark \(key) uploaded") { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     UPDATE records SET change_tag = ?, share_id = ?, modified_by = ?,
                         dirty = CASE WHEN dirty = ? THEN 0 ELSE dirty END
                     WHERE owner = ? AND zone = ? AND record_name = ?
-                    """,
+                    """
+            ).execute(
                 arguments: [saved.changeTag, saved.shareID, saved.modifiedBy, dirty, key.zone.owner, key.zone.name, key.recordName])
         }
     }
@@ -250,7 +251,7 @@ public final class Replica: Sendable {
             var effects = RemoteEffects()
             for record in records {
                 let local = try Row.fetchOne(
-                    db, sql: "SELECT dirty, change_tag FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                    db.cachedStatement(sql: "SELECT dirty, change_tag FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
                     arguments: [zone.owner, zone.name, record.recordName])
                 // Local changes win until uploaded; our own upload coming back changes nothing.
                 if let local, (local[0] as Int64) > 0 || (local[1] as String?) == record.changeTag { continue }

@@ -24,6 +24,11 @@ public final class SyncEngine: Sendable {
     /// Changes the daemon refused for a reason that retrying will not fix; skipped until
     /// the mount restarts (logged once).
     let stuck = Mutex<Set<RecordKey>>([])
+    /// Counts requests for uploads, so the uploader can tell a burst is still going on.
+    let uploadRequests = Mutex<Int>(0)
+    /// What the next fetch must look at: `nil` for everything, else the zones named by
+    /// the daemon's notices (with their scope).
+    let fetchScope = Mutex<[ZoneID: DatabaseScope]?>(nil)
 
     public init(client: NotesClient, replica: Replica, tree: NoteTree, logger: Logger) {
         self.client = client
@@ -35,9 +40,24 @@ public final class SyncEngine: Sendable {
     }
 
     /// Asks for an upload soon; cheap and safe from any thread.
-    public func requestUpload() { uploadSignal.yield() }
+    public func requestUpload() {
+        uploadRequests.withLock { $0 += 1 }
+        uploadSignal.yield()
+    }
 
-    public func requestFetch() { fetchSignal.yield() }
+    /// Asks for a fetch of everything the account sees.
+    public func requestFetch() {
+        fetchScope.withLock { $0 = nil }
+        fetchSignal.yield()
+    }
+
+    /// Asks for a fetch of one zone (a notice named it), unless a full fetch is pending.
+    func requestFetch(_ zone: ZoneID, scope: DatabaseScope) {
+        fetchScope.withLock { pending in
+            if pending != nil { pending![zone] = scope }
+        }
+        fetchSignal.yield()
+    }
 
     public var isOnline: Bool { online.withLock { $0 } }
 
@@ -55,16 +75,36 @@ public final class SyncEngine: Sendable {
 
     private func uploadLoop() async {
         for await _ in uploads {
-            // A moment for a burst of saves (an editor's temp-write-rename) to settle,
-            // so that short-lived temporaries never reach the server.
-            try? await Task.sleep(for: .milliseconds(3))
+            // A moment for a burst of saves (an editor's temp-write-rename, a `cp -r`) to
+            // settle, so that temporaries never reach the server and a burst goes up in
+            // few requests; at most 50 ms, so a lone save still travels at once.
+            var seen = uploadRequests.withLock { $0 }
+            let start = ContinuousClock.now
+            repeat {
+                try? await Task.sleep(for: .milliseconds(3))
+                let now = uploadRequests.withLock { $0 }
+                if now == seen { break }
+                seen = now
+            } while ContinuousClock.now - start < .milliseconds(50)
             await uploadPending()
         }
     }
 
     private func fetchLoop() async {
         for await _ in fetches {
-            await fetchAll()
+            // Notices come in bursts while others save: gather them for a moment.
+            try? await Task.sleep(for: .milliseconds(2))
+            let scope = fetchScope.withLock { pending in
+                defer { pending = [:] }
+                return pending
+            }
+            if let zones = scope {
+                for (zone, scope) in zones.sorted(by: { $0.key.description < $1.key.description }) {
+                    await fetchOne(zone, scope: scope)
+                }
+            } else {
+                await fetchAll()
+            }
         }
     }
 
@@ -80,8 +120,12 @@ public final class SyncEngine: Sendable {
                         setOnline(true)
                         requestFetch()
                         requestUpload()
-                    case .change:
-                        requestFetch()
+                    case .change(let notice):
+                        if let zone = notice.zone {
+                            requestFetch(zone, scope: notice.scope)
+                        } else {
+                            requestFetch()
+                        }
                     }
                 }
             } catch {
@@ -288,6 +332,24 @@ public final class SyncEngine: Sendable {
             setOnline(false)
         } catch {
             logger.error("fetching changes: \(error)")
+        }
+    }
+
+    /// Fetches the changes of one zone the account already knows; anything else (a new
+    /// zone, a zone gone) takes a full fetch.
+    func fetchOne(_ zone: ZoneID, scope: DatabaseScope) async {
+        do {
+            guard let known = try replica.zones().first(where: { $0.id == zone }), known.pending == nil else {
+                await fetchAll()
+                return
+            }
+            try await fetchZone(zone, scope: scope, from: known.changeToken)
+            setOnline(true)
+        } catch let error as NotesError where error.code == .serviceUnavailable {
+            setOnline(false)
+        } catch {
+            logger.warning("fetching \(zone): \(error); fetching everything")
+            await fetchAll()
         }
     }
 

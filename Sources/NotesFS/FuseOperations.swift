@@ -157,7 +157,9 @@ extension FuseMount {
             where connection.pointee.capable & capability != 0 {
                 connection.pointee.want |= capability
             }
-            connection.pointee.want &= ~NOTES_CAP_READDIRPLUS_AUTO
+            // Not the automatic kind, which libfuse asks for by default and which takes
+            // precedence: it re-checks attributes on reads and drops pages on any mtime change.
+            connection.pointee.want &= ~(NOTES_CAP_READDIRPLUS_AUTO | NOTES_CAP_AUTO_INVAL_DATA)
         }
         operations.destroy = { userdata in
             guard let userdata else { return }
@@ -252,6 +254,7 @@ extension FuseMount {
                 let (attributes, handle) = try mount.fileSystem.create(parent: parent, name: component(name).get(), mode: OpenMode(flags: info.pointee.flags))
                 info.pointee.fh = handle
                 info.pointee.keep_cache = 1
+                info.pointee.noflush = 1
                 var entry = mount.entry(attributes)
                 fuse_reply_create(request, &entry, info)
             } catch {
@@ -269,8 +272,10 @@ extension FuseMount {
                 info.pointee.fh = try mount.fileSystem.open(inode, mode: mode)
                 // Pages stay cached across opens; the model invalidates them on remote changes.
                 info.pointee.keep_cache = 1
-                // Closing a file opened for reading has nothing to save: no FLUSH round trip.
-                if !mode.writes { info.pointee.noflush = 1 }
+                // No FLUSH round trip on close: the file model saves on release (see
+                // `FileSystem.release`), so close(2) costs the caller nothing.
+                info.pointee.noflush = 1
+                _ = mode
                 fuse_reply_open(request, info)
             } catch {
                 fuse_reply_err(request, error.errno)

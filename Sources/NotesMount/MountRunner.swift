@@ -26,7 +26,9 @@ public enum MountRunner {
         let engine = SyncEngine(client: client, replica: replica, tree: tree, logger: logger)
         engineBox.withLock { $0 = engine }
 
-        let mount = FuseMount(mountpoint: mountpoint, fileSystem: tree)
+        var options = FuseMount.Options()
+        if let threads = ProcessInfo.processInfo.environment["NOTES_EXPERIMENT_THREADS"].flatMap(UInt32.init) { options.threads = threads }
+        let mount = FuseMount(mountpoint: mountpoint, fileSystem: tree, options: options)
         do {
             try mount.mount()
         } catch {

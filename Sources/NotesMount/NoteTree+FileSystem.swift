@@ -380,6 +380,7 @@ extension NoteTree: FileSystem {
             if end > Limits.maxBodyBytes { throw Failure(EFBIG) }
             try loadContent(&state, inode)
             var content = state.nodes[inode]!.content ?? []
+            if end > content.count && !hasRoom(for: end - content.count) { throw Failure(ENOSPC) }
             state.nodes[inode]!.content = nil
             if content.count < end { content.append(contentsOf: repeatElement(0, count: end - content.count)) }
             content.replaceSubrange(offset..<end, with: bytes)
@@ -569,6 +570,16 @@ extension NoteTree: FileSystem {
             guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
             if mask & W_OK != 0 && !Self.access(state, inode, account: account).mayWrite { throw Failure(EACCES) }
         }
+    }
+
+    /// Whether the replica's disk can take `bytes` more (with a margin for SQLite's own
+    /// pages): writes are refused with ENOSPC before anything is lost, since the save to
+    /// the replica happens after close(2) has returned.
+    func hasRoom(for bytes: Int) -> Bool {
+        var info = statvfs()
+        guard statvfs(cacheDirectory, &info) == 0 else { return true }
+        let free = UInt64(info.f_bavail) * UInt64(info.f_frsize)
+        return free > UInt64(bytes) * 3 + 256 * 1024
     }
 
     public func statistics() -> FileSystemStatistics {

@@ -71,7 +71,6 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     /// Serves requests until `unmount()` or an external `fusermount3 -u`; blocks the caller.
     public func run() -> Int32 {
         guard let session else { return -1 }
-        if options.threads <= 1 { return fuse_session_loop(session) }
         return notes_fuse_session_loop_mt(session, options.threads)
     }
 

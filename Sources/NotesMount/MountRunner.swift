@@ -26,9 +26,7 @@ public enum MountRunner {
         let engine = SyncEngine(client: client, replica: replica, tree: tree, logger: logger)
         engineBox.withLock { $0 = engine }
 
-        var options = FuseMount.Options()
-        if let threads = ProcessInfo.processInfo.environment["NOTES_EXPERIMENT_THREADS"].flatMap(UInt32.init) { options.threads = threads }
-        let mount = FuseMount(mountpoint: mountpoint, fileSystem: tree, options: options)
+        let mount = FuseMount(mountpoint: mountpoint, fileSystem: tree)
         do {
             try mount.mount()
         } catch {

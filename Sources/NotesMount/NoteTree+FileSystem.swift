@@ -209,7 +209,12 @@ extension NoteTree: FileSystem {
     private func rename(_ state: inout State, parent: Inode, name: String, newParent: Inode, newName: String, noReplace: Bool) throws(Failure) {
         let inode = try removable(state, parent: parent, name: name)
         guard let target = state.nodes[newParent], target.isDirectory else { throw Failure(ENOTDIR) }
-        guard Self.access(state, newParent, account: account).mayWrite else { throw Failure(EACCES) }
+        // Records never leave their zone (parents stay inside one zone): EXDEV, decided
+        // before the destination's rights, makes `mv` copy instead.
+        let source = Self.container(state, parent)
+        let destination = Self.container(state, newParent)
+        if state.nodes[inode]!.kind != .scratch && source?.zone != destination?.zone { throw Failure(EXDEV) }
+        guard let destination, Self.access(state, newParent, account: account).mayWrite else { throw Failure(EACCES) }
         do { try Names.validateComponent(newName, what: "name") } catch { throw Failure(EINVAL) }
         if parent == newParent && name == newName { return }
         var node = state.nodes[inode]!
@@ -225,11 +230,6 @@ extension NoteTree: FileSystem {
             }
             if case .zoneFolder = other.kind { throw Failure(EXDEV) }
         }
-        // Records never leave their zone (parents stay inside one zone): EXDEV makes
-        // `mv` copy instead.
-        let source = Self.container(state, parent)
-        guard let destination = Self.container(state, newParent) else { throw Failure(EACCES) }
-        if node.kind != .scratch && source?.zone != destination.zone { throw Failure(EXDEV) }
         if node.isDirectory {
             var walk = newParent
             while walk > InodeNumbers.root {

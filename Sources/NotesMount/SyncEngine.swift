@@ -92,7 +92,6 @@ public final class SyncEngine: Sendable {
 
     private func fetchLoop() async {
         for await _ in fetches {
-            if ProcessInfo.processInfo.environment["NOTES_EXPERIMENT_NO_FETCH"] != nil { continue }
             // Notices come in bursts while others save: gather them for a moment.
             try? await Task.sleep(for: .milliseconds(2))
             let scope = fetchScope.withLock { pending in

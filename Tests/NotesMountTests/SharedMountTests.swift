@@ -96,6 +96,26 @@ struct SharedMountTests {
         #expect(await eventually { !FileManager.default.fileExists(atPath: people.bobMount!.path("shared/alice/Project")) })
     }
 
+    @Test func moveWithinAZoneKeepsRecordAndShare() async throws {
+        // Given a shared zone with a note and a folder
+        let people = try await TwoMounts()
+        let work = try await people.alice.createZone(named: "Work").id
+        let note = try await people.saveNote(people.alice, zone: work, name: "plan.md", body: "plan")
+        let archive = try await people.saveFolder(people.alice, zone: work, name: "Archive")
+        let share = try await people.shareWithBob(zone: work, root: nil, permission: .readOnly)
+        let root = people.aliceMount.path("private/Work")
+        #expect(await eventually { fileText("\(root)/plan.md") == "plan" && FileManager.default.fileExists(atPath: "\(root)/Archive") })
+        // When alice moves and renames it with mv
+        #expect(Shell.run("mv plan.md Archive/old-plan.md && mv Archive/old-plan.md Archive/plan-2025.md", in: root).status == 0)
+        // Then it is the same record, now in Archive, still in the zone's share
+        #expect(xattr("\(root)/Archive/plan-2025.md", "record") == note.recordName)
+        #expect(await eventually {
+            let record = try? await people.alice.records([note.recordName], in: work).first
+            return record?.parent == archive.recordName && record?.name == "plan-2025.md" && record?.shareID == share.id
+        })
+        #expect(try await people.alice.versions(of: note.recordName, in: work).allSatisfy { $0.body == "plan" })
+    }
+
     @Test func moveBetweenZonesOrIntoSharedIsEXDEV() async throws {
         let people = try await TwoMounts()
         let work = try await people.alice.createZone(named: "Work").id
@@ -109,7 +129,7 @@ struct SharedMountTests {
         ])
         #expect(answers["zone to default"] == "EXDEV")
         #expect(answers["rename zone"] == "EXDEV")
-        #expect(answers["into shared"] == "EACCES" || answers["into shared"] == "EXDEV")
+        #expect(answers["into shared"] == "EXDEV")
         // mv falls back to copy and delete
         #expect(Shell.run("mv Work/a.md a.md", in: root).status == 0)
         #expect(fileText("\(root)/a.md") == "a")

@@ -77,7 +77,8 @@ public final class SyncEngine: Sendable {
         for await _ in uploads {
             // A moment for a burst of saves (an editor's temp-write-rename, a `cp -r`) to
             // settle, so that temporaries never reach the server and a burst goes up in
-            // few requests; at most 50 ms, so a lone save still travels at once.
+            // few requests instead of competing with the writer for the CPU; a lone save
+            // waits 3 ms, a long burst at most 250 ms.
             var seen = uploadRequests.withLock { $0 }
             let start = ContinuousClock.now
             repeat {
@@ -85,7 +86,7 @@ public final class SyncEngine: Sendable {
                 let now = uploadRequests.withLock { $0 }
                 if now == seen { break }
                 seen = now
-            } while ContinuousClock.now - start < .milliseconds(50)
+            } while ContinuousClock.now - start < .milliseconds(250)
             await uploadPending()
         }
     }

@@ -57,8 +57,9 @@ struct FSBench: AsyncParsableCommand {
             try FileManager.default.createDirectory(atPath: baseline, withIntermediateDirectories: true)
             let onMount = "\(mount.mountpoint)/private/Bench\(label.hasSuffix("tmpfs") ? 1 : 2)"
             guard mkdir(onMount, 0o755) == 0 else { throw ValidationError("mkdir \(onMount): \(String(cString: strerror(errno)))") }
-            let tmpfs = try Workload(folder: baseline, files: files, payload: payload, listings: listings).run()
-            let notes = try Workload(folder: onMount, files: files, payload: payload, listings: listings).run()
+            let tmpfs = try Workload(folder: baseline, files: files, payload: payload, listings: listings, settle: {}).run()
+            let processes = [mount.process.processIdentifier, daemon.process.processIdentifier]
+            let notes = try Workload(folder: onMount, files: files, payload: payload, listings: listings, settle: { settle(processes) }).run()
             print("\n\(label)")
             print("phase".padding(toLength: 22, withPad: " ", startingAt: 0) + "tmpfs µs/op".leftPad(13) + "mount µs/op".leftPad(13) + "slowdown".leftPad(10) + "aim".leftPad(8))
             for (phase, aim) in Workload.phases {
@@ -110,6 +111,9 @@ struct Workload {
     let files: Int
     let payload: [UInt8]
     let listings: Int
+    /// Waits before each phase until the upload of the last one is over, so each phase
+    /// pays for its own sync work and not for the one before.
+    let settle: () -> Void
 
     func path(_ index: Int) -> String { "\(folder)/note-\(index).md" }
 
@@ -176,6 +180,7 @@ struct Workload {
     }
 
     func time(_ operations: Int, _ body: () throws -> Void) throws -> Double {
+        settle()
         let start = ContinuousClock.now
         try body()
         return (ContinuousClock.now - start).seconds / Double(operations)
@@ -192,6 +197,27 @@ struct Workload {
             handle.write(Data("2\n".utf8))
             try? handle.close()
         }
+    }
+}
+
+/// Waits (up to 20 s) until the given processes have used no CPU for 100 ms.
+func settle(_ pids: [Int32]) {
+    func cpu() -> Int {
+        pids.reduce(0) { total, pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return total }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return total + (fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0)
+        }
+    }
+    let deadline = Date().addingTimeInterval(20)
+    var last = cpu()
+    var quiet = 0
+    while quiet < 2 && Date() < deadline {
+        usleep(50_000)
+        let now = cpu()
+        quiet = now == last ? quiet + 1 : 0
+        last = now
     }
 }
 

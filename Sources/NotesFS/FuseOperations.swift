@@ -94,6 +94,20 @@ extension FuseMount {
         }
     }
 
+    /// Fills in an open file's info (handle, cache flags) and replies, or the error.
+    func replyOpen(_ request: fuse_req_t?, _ info: UnsafeMutablePointer<fuse_file_info>?, _ body: (inout fuse_file_info) throws(FileSystemError) -> Void) {
+        guard let info else {
+            fuse_reply_err(request, EINVAL)
+            return
+        }
+        do {
+            try body(&info.pointee)
+            fuse_reply_open(request, info)
+        } catch {
+            fuse_reply_err(request, error.errno)
+        }
+    }
+
     func replyBytes(_ request: fuse_req_t?, size: Int, _ body: () throws(FileSystemError) -> [UInt8]) {
         do {
             let bytes = try body()
@@ -263,22 +277,13 @@ extension FuseMount {
         }
         operations.open = { request, inode, info in
             let mount = mountOf(request)
-            guard let info else {
-                fuse_reply_err(request, EINVAL)
-                return
-            }
-            do throws(FileSystemError) {
-                let mode = OpenMode(flags: info.pointee.flags)
-                info.pointee.fh = try mount.fileSystem.open(inode, mode: mode)
+            mount.replyOpen(request, info) { (info: inout fuse_file_info) throws(FileSystemError) in
+                info.fh = try mount.fileSystem.open(inode, mode: OpenMode(flags: info.flags))
                 // Pages stay cached across opens; the model invalidates them on remote changes.
-                info.pointee.keep_cache = 1
+                info.keep_cache = 1
                 // No FLUSH round trip on close: the file model saves on release (see
                 // `FileSystem.release`), so close(2) costs the caller nothing.
-                info.pointee.noflush = 1
-                _ = mode
-                fuse_reply_open(request, info)
-            } catch {
-                fuse_reply_err(request, error.errno)
+                info.noflush = 1
             }
         }
         operations.read = { request, inode, size, offset, info in
@@ -316,19 +321,12 @@ extension FuseMount {
         }
         operations.opendir = { request, inode, info in
             let mount = mountOf(request)
-            guard let info else {
-                fuse_reply_err(request, EINVAL)
-                return
-            }
-            do throws(FileSystemError) {
+            mount.replyOpen(request, info) { (info: inout fuse_file_info) throws(FileSystemError) in
                 guard try mount.fileSystem.attributes(of: inode).isDirectory else { throw FileSystemError(ENOTDIR) }
-                info.pointee.fh = mount.openListing(inode)
+                info.fh = mount.openListing(inode)
                 // The kernel may keep the listing; the model invalidates the folder on change.
-                info.pointee.cache_readdir = 1
-                info.pointee.keep_cache = 1
-                fuse_reply_open(request, info)
-            } catch {
-                fuse_reply_err(request, error.errno)
+                info.cache_readdir = 1
+                info.keep_cache = 1
             }
         }
         operations.readdir = { request, _, size, offset, info in

@@ -43,13 +43,7 @@ public final class DaemonProcess: @unchecked Sendable {
         var arguments = ["--data-dir", dataDir, "--socket", socket, "--log-level", "debug"]
         if let port { arguments += ["--listen", "127.0.0.1:\(port)"] }
         process.arguments = arguments
-        if !FileManager.default.fileExists(atPath: logPath) {
-            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        }
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
+        try process.appendOutput(to: logPath)
         try process.run()
     }
 
@@ -105,5 +99,19 @@ public final class DaemonProcess: @unchecked Sendable {
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(atPath: dataDir)
+    }
+}
+
+extension Process {
+    /// Sends the process's stdout and stderr to the end of `path` (made if missing), so
+    /// a restarted process keeps one log.
+    func appendOutput(to path: String) throws {
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        log.seekToEndOfFile()
+        standardOutput = log
+        standardError = log
     }
 }

@@ -41,13 +41,7 @@ public final class MountProcess: @unchecked Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment["NOTES_TOKEN"] = token
         process.environment = environment
-        if !FileManager.default.fileExists(atPath: logPath) {
-            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        }
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
+        try process.appendOutput(to: logPath)
         try process.run()
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {

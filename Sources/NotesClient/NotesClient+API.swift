@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 public import NotesModel
 
@@ -38,6 +39,60 @@ extension NotesClient {
     public func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int? = nil) async throws(NotesError) -> ZoneChanges {
         let data = try await exchange(.POST, "/v1/records/changes", body: API.ZoneChangesQuery(zone: zone, since: token, limit: limit))
         return try decode(data, fast: RecordJSONReader.readZoneChanges)
+    }
+
+    /// Every page of a zone's changes since `token`, handed to `body` in order. The next
+    /// page is requested as soon as a page's headers arrive (they carry its token), so
+    /// the daemon prepares it while `body` and the reader work on this one.
+    public func forEachZoneChangePage(
+        _ zone: ZoneID, since token: String?, limit: Int = Limits.maxChangesPage, _ body: (ZoneChanges) async throws -> Void
+    ) async throws {
+        var response = try await startChanges(zone, since: token, limit: limit)
+        while true {
+            let next = response.headers.first(name: "Notes-Change-Token")
+            let more = response.headers.first(name: "Notes-More-Coming") == "true"
+            let following: Task<HTTPClientResponse, any Error>? = response.status == .ok && more && next != nil
+                ? Task { try await self.startChanges(zone, since: next, limit: limit) } : nil
+            let data: [UInt8]
+            do {
+                data = Array(try await response.body.collect(upTo: Limits.maxRequestBytes * 2).readableBytesView)
+            } catch {
+                following?.cancel()
+                throw NotesError(.serviceUnavailable, "The answer from notesd at \(endpoint) broke off (\(Self.reason(error))).")
+            }
+            guard response.status == .ok else {
+                following?.cancel()
+                if let error = try? NotesJSON.decoder().decode(NotesJSON.ErrorBody.self, from: Data(data)) { throw error.notesError }
+                throw NotesError(.internalError, "notesd answered HTTP \(response.status.code) without an error body.")
+            }
+            let page = try decode(data, fast: RecordJSONReader.readZoneChanges)
+            do {
+                try await body(page)
+            } catch {
+                following?.cancel()
+                throw error
+            }
+            guard page.moreComing else { return }
+            if let following {
+                response = try await following.value
+            } else {
+                response = try await startChanges(zone, since: page.changeToken, limit: limit)
+            }
+        }
+    }
+
+    private func startChanges(_ zone: ZoneID, since token: String?, limit: Int) async throws(NotesError) -> HTTPClientResponse {
+        let payload: [UInt8]
+        do {
+            payload = Array(try NotesJSON.encoder().encode(API.ZoneChangesQuery(zone: zone, since: token, limit: limit)))
+        } catch {
+            throw NotesError(.invalidArguments, "Could not encode the request: \(error)")
+        }
+        do {
+            return try await NotesClient.http.execute(request(.POST, "/v1/records/changes", body: payload), timeout: timeout)
+        } catch {
+            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint) (\(Self.reason(error))). Is it running? Start it with `notesd`, or pass --socket/--server.")
+        }
     }
 
     public func databaseChanges(scope: DatabaseScope, since token: String?) async throws(NotesError) -> DatabaseChanges {

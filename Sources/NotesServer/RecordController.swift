@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import NotesModel
 
@@ -41,7 +42,12 @@ struct RecordController {
             var request = request
             let body = try await request.decodeJSON(API.ZoneChangesQuery.self)
             let changes = try await store.zoneChanges(body.zone, since: body.since, limit: body.limit ?? Limits.defaultChangesPage, actor: actor)
-            return JSONResponse.raw(RecordJSONWriter.encode(changes))
+            // The next token in headers too: a client can ask for the next page while it
+            // still reads this one (`NotesClient.forEachZoneChangePage`).
+            var response = JSONResponse.raw(RecordJSONWriter.encode(changes))
+            response.headers[.notesChangeToken] = changes.changeToken
+            response.headers[.notesMoreComing] = changes.moreComing ? "true" : "false"
+            return response
         }
         group.post("records/versions") { request, context in
             let actor = try context.account().name
@@ -63,4 +69,11 @@ struct RecordController {
         }
         return scope
     }
+}
+
+extension HTTPField.Name {
+    /// The change token of a "changes since" page (the same as in its body).
+    static let notesChangeToken = Self("Notes-Change-Token")!
+    /// Whether more pages follow (`true`/`false`, as `moreComing` in the body).
+    static let notesMoreComing = Self("Notes-More-Coming")!
 }

@@ -4,6 +4,8 @@
 import ArgumentParser
 import Foundation
 import GRDB
+import NIOCore
+import NIOPosix
 import NotesClient
 import NotesModel
 
@@ -21,6 +23,12 @@ struct Bench: AsyncParsableCommand {
             Example:
               swift build -c release && .build/release/notes-bench --records 100000
             """)
+
+    /// The client side runs Swift concurrency on NIO's event loops too (see notesd).
+    static func main() async {
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        await main(nil)
+    }
 
     @Option(help: "Records in the zone for the batch and change-fetch phases.")
     var records = 100_000
@@ -103,13 +111,9 @@ struct Bench: AsyncParsableCommand {
         let baseFetch = try measure { baselineCount = try baseline.fetchAll() }
         var fetched = 0
         let notesFetch = try await measureAsync {
-            var token: String?
-            repeat {
-                let page = try await client.zoneChanges(zone, since: token, limit: Limits.maxChangesPage)
+            try await client.forEachZoneChangePage(zone, since: nil, limit: Limits.maxChangesPage) { page in
                 fetched += page.records.count
-                token = page.changeToken
-                if !page.moreComing { break }
-            } while true
+            }
         }
         rows.append(ResultRow(name: "fetch all changes", unit: "records/s", count: fetched, notes: notesFetch, baseline: baseFetch, aim: 0.5))
         guard fetched == records + singles, baselineCount == records + singles else {

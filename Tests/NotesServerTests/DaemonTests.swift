@@ -177,4 +177,26 @@ import Testing
         let log = try String(contentsOfFile: daemon.logPath, encoding: .utf8)
         #expect(log.contains("notesd stopped"))
     }
+
+    @Test func changePagesArePipelinedAndComplete() async throws {
+        // Given a zone of 250 notes
+        let daemon = try await DaemonProcess.started()
+        let client = daemon.client()
+        let zone = try await client.createZone(named: "Paged").id
+        let saves = (0..<250).map { RecordSave(recordName: "n\($0)", recordType: .note, name: "n\($0).md", body: "body \($0)") }
+        _ = try await client.modify(ModifyRequest(zone: zone, saves: saves))
+        // When every page is read 40 at a time, the next one requested from the headers
+        var pages: [ZoneChanges] = []
+        try await client.forEachZoneChangePage(zone, since: nil, limit: 40) { pages.append($0) }
+        // Then all records arrive once, in order, and the last token is the zone's
+        #expect(pages.count == 7)
+        #expect(pages.flatMap(\.records).map(\.recordName) == saves.map(\.recordName))
+        #expect(pages.dropLast().allSatisfy(\.moreComing) && pages.last?.moreComing == false)
+        let rest = try await client.zoneChanges(zone, since: pages.last?.changeToken)
+        #expect(rest.records.isEmpty && !rest.moreComing)
+        // and a forged token is the server's error, not a broken stream
+        await Self.expectFailure(.invalidArguments) {
+            try await client.forEachZoneChangePage(zone, since: "forged", limit: 40) { _ in }
+        }
+    }
 }

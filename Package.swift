@@ -70,6 +70,8 @@ let package = Package(
         ),
         // libfuse3's low-level API: a module map over a shim header (Debian's libfuse3-dev).
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        // getxattr(2) for the CLI, which learns the record behind a path from the mount.
+        .systemLibrary(name: "CXattr"),
         // The kernel adapter: libfuse callbacks in, `FileSystem` calls out; no notes logic.
         .target(
             name: "NotesFS",
@@ -108,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "notes",
             dependencies: [
-                "NotesModel", "NotesClient", "NotesMount",
+                "NotesModel", "NotesClient", "NotesMount", "NotesReplica", "CXattr",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

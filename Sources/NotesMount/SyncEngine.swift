@@ -345,6 +345,10 @@ public final class SyncEngine: Sendable {
                 return
             }
             try await fetchZone(zone, scope: scope, from: known.changeToken)
+            // Shares are named by the same notices (made, changed, stopped): refresh them too.
+            let shares = try await client.shares()
+            try replica.saveShares(shares)
+            tree.setShares(shares)
             setOnline(true)
         } catch let error as NotesError where error.code == .serviceUnavailable {
             setOnline(false)

@@ -118,12 +118,7 @@ struct Mount: AsyncParsableCommand {
 
 /// Whether `path` is a notes mount now, from the kernel's mount table.
 func isMounted(_ path: String) -> Bool {
-    guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
-    return table.split(separator: "\n").contains { line in
-        let fields = line.split(separator: " ")
-        guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { return false }
-        return fields[4] == path && fields[dash + 1] == "fuse.notes"
-    }
+    notesMounts().contains(path)
 }
 
 /// `notes unmount DIR`.

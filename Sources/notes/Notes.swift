@@ -20,7 +20,10 @@ struct Notes: AsyncParsableCommand {
               notes cat plan.md
               notes account create bob --email bob@example.com
             """,
-        subcommands: [Whoami.self, AccountCommand.self, Mount.self, Unmount.self, Put.self, Cat.self, List.self])
+        subcommands: [
+            Whoami.self, AccountCommand.self, Mount.self, Unmount.self, ShareCommand.self, Invitations.self, Accept.self,
+            Participants.self, Unshare.self, Leave.self, History.self, Status.self, Put.self, Cat.self, List.self,
+        ])
 }
 
 /// How to reach the daemon and how to print; shared by every subcommand.

@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import NotesClient
+import NotesModel
+import NotesReplica
+
+/// `notes status`: is the daemon there, which mounts run, what waits for upload.
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show whether notesd is reachable, the mounts, and the changes waiting for upload.",
+        discussion: "Example:\n  notes status\n  notes status --json | jq .queued")
+
+    @Option(help: "Folder of the mounts' replicas (default: $XDG_CACHE_HOME/notes or ~/.cache/notes).")
+    var cacheDir: String?
+
+    @OptionGroup var options: ClientOptions
+
+    struct Report: Encodable {
+        var daemon: String
+        var account: String?
+        var mounts: [String]
+        var queued: Int
+        var conflicts: [String]
+    }
+
+    func run() async throws {
+        try await runReporting {
+            var report = Report(daemon: "offline", account: nil, mounts: notesMounts(), queued: 0, conflicts: [])
+            if let account = try? await options.client().whoami() {
+                report.daemon = "online"
+                report.account = account.name
+            }
+            let env = ProcessInfo.processInfo.environment
+            let home = env["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+            let cache = cacheDir ?? env["XDG_CACHE_HOME"].map { "\($0)/notes" } ?? "\(home)/.cache/notes"
+            let replicas = ((try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []).filter { $0.hasSuffix(".replica.sqlite") }
+            for file in replicas {
+                if let replica = try? Replica(path: "\(cache)/\(file)") { report.queued += (try? replica.pendingCount()) ?? 0 }
+            }
+            try options.emit(report) {
+                var lines = [report.daemon == "online" ? "notesd: online, signed in as \(report.account ?? "?")" : "notesd: offline (mounts keep working from their replicas)"]
+                lines.append(report.mounts.isEmpty ? "mounts: none (`notes mount ~/Notes` starts one)" : "mounts: " + report.mounts.joined(separator: ", "))
+                lines.append("queued: \(report.queued) change\(report.queued == 1 ? "" : "s") waiting for upload")
+                lines.append("conflicts: none")
+                return lines.joined(separator: "\n")
+            }
+        }
+    }
+}
+
+/// Mount points of notes file systems, from the kernel's mount table.
+func notesMounts() -> [String] {
+    guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
+    return table.split(separator: "\n").compactMap { line in
+        let fields = line.split(separator: " ")
+        guard fields.count > 4, line.contains(" - fuse.notes ") else { return nil }
+        return String(fields[4])
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import NotesClient
+import NotesModel
+import NotesTestSupport
+import Testing
+
+/// The whole CloudKit flow lived by two people (and a third with a public link),
+/// through the `notes` commands and two real mounts.
+@Suite(.serialized, .enabled(if: MountProcess.fuseAvailable, "mount tests need /dev/fuse, which this machine lacks"))
+struct TwoPersonTests {
+    /// Runs `notes ARGS` as the account behind `token`.
+    static func notes(_ arguments: String, token: String, daemon: DaemonProcess) -> Shell.Result {
+        Shell.run("'\(MountProcess.notesBinary)' \(arguments)", environment: ["NOTES_TOKEN": token, "NOTES_SOCKET": daemon.socket])
+    }
+
+    static func json(_ result: Shell.Result) -> Any? {
+        try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+    }
+
+    @Test func aliceSharesWithBobFromReadOnlyToGone() async throws {
+        let people = try await TwoMounts(mountBob: true)
+        let daemon = people.daemon
+        let alice = { (arguments: String) in Self.notes(arguments, token: people.aliceToken, daemon: daemon) }
+        let bob = { (arguments: String) in Self.notes(arguments, token: people.bobToken, daemon: daemon) }
+        let aliceWork = people.aliceMount.path("private/Work")
+        let bobShared = people.bobMount!.path("shared/alice")
+
+        // Alice writes private/Work/plan.md and shares it read-only with Bob
+        #expect(Shell.run("mkdir '\(aliceWork)' && printf 'the plan\\n' > '\(aliceWork)/plan.md'").status == 0)
+        let uploaded = await eventually {
+            let count = (try? await people.alice.zoneChanges(ZoneID(owner: "alice", name: "Work"), since: nil).records.count) ?? 0
+            return count == 1 && MountedAttribute.value("\(aliceWork)/plan.md", "record") != nil
+        }
+        #expect(uploaded)
+        let shared = alice("share '\(aliceWork)/plan.md' --with bob --read-only --json")
+        #expect(shared.status == 0, "\(shared)")
+        let url = (Self.json(shared) as? [String: Any])?["url"] as? String
+        #expect(url?.contains("/s/") == true)
+
+        // → Bob's invitations list it
+        let invitations = bob("invitations --json")
+        #expect((Self.json(invitations) as? [[String: Any]])?.first?["url"] as? String == url, "\(invitations)")
+        #expect(bob("invitations").stdout.contains("alice"))
+
+        // → Bob accepts → shared/alice/plan.md appears in his mount with Alice's text
+        let accepted = bob("accept '\(url ?? "")' --json")
+        #expect((Self.json(accepted) as? [String: Any])?["owner"] as? String == "alice", "\(accepted)")
+        #expect(await eventually { fileText("\(bobShared)/plan.md") == "the plan\n" })
+
+        // → Bob's writes fail with EACCES
+        #expect(errnos(bobShared, [("write", "open('plan.md', 'w')")]) == ["write": "EACCES"])
+
+        // → Alice makes Bob read-write → Bob edits with vim → Alice's cat shows it, history names Bob
+        #expect(alice("share '\(aliceWork)/plan.md' --with bob --read-write").status == 0)
+        #expect(await eventually { Shell.run("stat -c %a '\(bobShared)/plan.md'").stdout == "644\n" })
+        let vim = Shell.run("vim -es -N -u NONE -c 'set backupcopy=no' -c 'normal Goby bob' -c wq plan.md", in: bobShared)
+        #expect(vim.status == 0, "\(vim)")
+        #expect(await eventually { fileText("\(aliceWork)/plan.md") == "the plan\nby bob\n" })
+        let history = alice("history '\(aliceWork)/plan.md' --json")
+        #expect((Self.json(history) as? [[String: Any]])?.first?["modifiedBy"] as? String == "bob", "\(history)")
+        #expect(alice("participants '\(aliceWork)/plan.md'").stdout.contains("readWrite"))
+
+        // → Alice removes Bob → the share leaves his mount at once, his API calls get permissionFailure
+        let record = MountedAttribute.value("\(aliceWork)/plan.md", "record") ?? ""
+        #expect(alice("unshare '\(aliceWork)/plan.md' --with bob").status == 0)
+        #expect(await eventually { !FileManager.default.fileExists(atPath: "\(bobShared)/plan.md") })
+        await #expect(throws: NotesError.self) {
+            _ = try await people.bob.modify(ModifyRequest(zone: ZoneID(owner: "alice", name: "Work"), saves: [
+                RecordSave(recordName: record, recordType: .note, name: "plan.md", body: "sneaky"),
+            ]))
+        }
+
+        // → a zone-wide share of private/Work: a note added later reaches Bob
+        #expect(alice("unshare '\(aliceWork)/plan.md'").status == 0)
+        let zoneShare = alice("share '\(aliceWork)' --with bob --read-write --json")
+        #expect(zoneShare.status == 0, "\(zoneShare)")
+        let zoneURL = (Self.json(zoneShare) as? [String: Any])?["url"] as? String ?? ""
+        #expect(bob("accept '\(zoneURL)'").status == 0)
+        #expect(Shell.run("printf 'later\\n' > '\(aliceWork)/later.md'").status == 0)
+        #expect(await eventually { fileText("\(bobShared)/Work/later.md") == "later\n" })
+
+        // → Bob leaves → it goes from his mount; Alice keeps her notes
+        #expect(bob("leave '\(bobShared)/Work/later.md'").status == 0)
+        #expect(await eventually { !FileManager.default.fileExists(atPath: "\(bobShared)/Work") })
+        #expect(fileText("\(aliceWork)/later.md") == "later\n")
+
+        // → Alice stops sharing, makes plan.md public read-only → a third account accepts the link
+        #expect(alice("unshare '\(aliceWork)'").status == 0)
+        let publicShare = alice("share '\(aliceWork)/plan.md' --public --read-only --json")
+        let publicURL = (Self.json(publicShare) as? [String: Any])?["url"] as? String ?? ""
+        #expect(publicShare.status == 0, "\(publicShare)")
+        let carolToken = try await daemon.client().createAccount(name: "carol").token
+        let carol = Self.notes("accept '\(publicURL)' --json", token: carolToken, daemon: daemon)
+        #expect((Self.json(carol) as? [String: Any])?["owner"] as? String == "alice", "\(carol)")
+        let carolShares = try await daemon.client(token: carolToken).shares()
+        #expect(carolShares.first?.participant(named: "carol")?.role == .publicUser)
+    }
+
+    @Test func badInputGetsAClearMessageAndNothingChanges() async throws {
+        let people = try await TwoMounts(mountBob: true)
+        let daemon = people.daemon
+        let alice = { (arguments: String) in Self.notes(arguments, token: people.aliceToken, daemon: daemon) }
+        let bob = { (arguments: String) in Self.notes(arguments, token: people.bobToken, daemon: daemon) }
+        let aliceNote = people.aliceMount.path("private/plan.md")
+        #expect(Shell.run("printf 'x' > '\(aliceNote)'").status == 0)
+        #expect(await eventually { MountedAttribute.value(aliceNote, "record") != nil })
+
+        let unknown = alice("share '\(aliceNote)' --with nobody")
+        #expect(unknown.status != 0 && unknown.stderr.contains("notes account create nobody"), "\(unknown)")
+        #expect(alice("share /tmp --with bob").stderr.contains("not a note or folder in a notes mount"))
+        let forged = bob("accept http://localhost/s/forged-token")
+        #expect(forged.status != 0 && forged.stderr.contains("No share has this URL"), "\(forged)")
+        let notShared = bob("leave '\(aliceNote)'")
+        #expect(notShared.status != 0)
+
+        let shared = alice("share '\(aliceNote)' --with bob --json")
+        let url = (Self.json(shared) as? [String: Any])?["url"] as? String ?? ""
+        #expect(bob("accept '\(url)'").status == 0)
+        let twice = bob("accept '\(url)'")
+        #expect(twice.status != 0, "\(twice)")
+        let bobPath = people.bobMount!.path("shared/alice/plan.md")
+        #expect(await eventually { fileText(bobPath) == "x" })
+        let participantUnshares = bob("unshare '\(bobPath)'")
+        #expect(participantUnshares.status != 0 && participantUnshares.stderr.contains("notes leave"), "\(participantUnshares)")
+        let sharesShared = bob("share '\(bobPath)' --with carol")
+        #expect(sharesShared.status != 0 && sharesShared.stderr.contains("only the owner"), "\(sharesShared)")
+        // nothing changed: bob is still the one accepted participant
+        let share = try await people.alice.shares().first
+        #expect(share?.participants.filter { $0.status == .accepted }.compactMap(\.name).sorted() == ["alice", "bob"])
+    }
+}
+
+/// Reads `user.notes.*` attributes through getfattr, as a script would.
+enum MountedAttribute {
+    static func value(_ path: String, _ name: String) -> String? {
+        let result = Shell.run("getfattr --only-values -n user.notes.\(name) '\(path)'")
+        return result.status == 0 ? result.stdout : nil
+    }
+}

@@ -70,6 +70,11 @@ struct PosixTests {
 
         // When alice keeps writing, then the mount stops on SIGTERM
         #expect(Shell.run("printf 'offline' > new.md && printf ' and after' >> kept.md && cat kept.md", in: root).stdout == "before and after")
+        let status = Shell.run("'\(MountProcess.notesBinary)' status --json --cache-dir '\(people.aliceMount.cacheDir)' --socket '\(people.daemon.socket)'")
+        let report = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        #expect(report?["daemon"] as? String == "offline", "\(status)")
+        #expect((report?["queued"] as? Int ?? 0) >= 2, "\(status)")
+        #expect((report?["mounts"] as? [String])?.contains(people.aliceMount.mountpoint) == true)
         #expect(people.aliceMount.stop(), "the mount did not exit on SIGTERM with notesd away")
         #expect(!MountProcess.isMounted(people.aliceMount.mountpoint))
 

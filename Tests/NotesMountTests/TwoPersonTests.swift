@@ -64,11 +64,13 @@ struct TwoPersonTests {
         let record = MountedAttribute.value("\(aliceWork)/plan.md", "record") ?? ""
         #expect(alice("unshare '\(aliceWork)/plan.md' --with bob").status == 0)
         #expect(await eventually { !FileManager.default.fileExists(atPath: "\(bobShared)/plan.md") })
-        await #expect(throws: NotesError.self) {
+        let refused = await #expect(throws: NotesError.self) {
             _ = try await people.bob.modify(ModifyRequest(zone: ZoneID(owner: "alice", name: "Work"), saves: [
                 RecordSave(recordName: record, recordType: .note, name: "plan.md", body: "sneaky"),
             ]))
         }
+        #expect(refused?.code == .permissionFailure)
+        #expect(fileText("\(aliceWork)/plan.md") == "the plan\nby bob\n")
 
         // → a zone-wide share of private/Work: a note added later reaches Bob
         #expect(alice("unshare '\(aliceWork)/plan.md'").status == 0)
@@ -78,6 +80,10 @@ struct TwoPersonTests {
         #expect(bob("accept '\(zoneURL)'").status == 0)
         #expect(Shell.run("printf 'later\\n' > '\(aliceWork)/later.md'").status == 0)
         #expect(await eventually { fileText("\(bobShared)/Work/later.md") == "later\n" })
+        // Bob creates a note inside the share and Alice sees it; he cannot remove the share's root
+        #expect(Shell.run("printf 'from bob\n' > '\(bobShared)/Work/idea.md'").status == 0)
+        #expect(await eventually { fileText("\(aliceWork)/idea.md") == "from bob\n" })
+        #expect(errnos(bobShared, [("rmdir root", "os.rmdir('Work')"), ("rename root", "os.rename('Work', 'Mine')")]) == ["rmdir root": "EACCES", "rename root": "EACCES"])
 
         // → Bob leaves → it goes from his mount; Alice keeps her notes
         #expect(bob("leave '\(bobShared)/Work/later.md'").status == 0)
@@ -118,6 +124,12 @@ struct TwoPersonTests {
         #expect(bob("accept '\(url)'").status == 0)
         let twice = bob("accept '\(url)'")
         #expect(twice.status != 0, "\(twice)")
+        // an email invitation to someone without an account waits for that account
+        #expect(alice("share '\(aliceNote)' --with dora@example.com").status == 0)
+        _ = try await daemon.client().createAccount(name: "dora", email: "dora@example.com")
+        let doraToken = try await daemon.client().issueToken(for: "dora").token
+        let dora = Self.notes("invitations --json", token: doraToken, daemon: daemon)
+        #expect((Self.json(dora) as? [[String: Any]])?.first?["owner"] as? String == "alice", "\(dora)")
         let bobPath = people.bobMount!.path("shared/alice/plan.md")
         #expect(await eventually { fileText(bobPath) == "x" })
         let participantUnshares = bob("unshare '\(bobPath)'")
@@ -127,6 +139,10 @@ struct TwoPersonTests {
         // nothing changed: bob is still the one accepted participant
         let share = try await people.alice.shares().first
         #expect(share?.participants.filter { $0.status == .accepted }.compactMap(\.name).sorted() == ["alice", "bob"])
+        // a removed participant's URL no longer lets him in
+        #expect(alice("unshare '\(aliceNote)' --with bob").status == 0)
+        let again = bob("accept '\(url)'")
+        #expect(again.status != 0, "\(again)")
     }
 }
 

@@ -36,7 +36,9 @@ import Testing
 
     @Test(arguments: [
         ["--help"], ["whoami", "--help"], ["account", "create", "--help"], ["account", "token", "--help"],
-        ["put", "--help"], ["cat", "--help"], ["ls", "--help"],
+        ["put", "--help"], ["cat", "--help"], ["ls", "--help"], ["mount", "--help"], ["unmount", "--help"],
+        ["share", "--help"], ["invitations", "--help"], ["accept", "--help"], ["participants", "--help"],
+        ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["status", "--help"],
     ])
     func everyCommandHelpHasAnExample(_ arguments: [String]) throws {
         let result = try Self.run("notes", arguments)

@@ -139,8 +139,8 @@ extension NotesClient {
         try await get("/v1/invitations", as: API.Shares.self).shares
     }
 
-    public func accept(url: String) async throws(NotesError) -> Share {
-        try await call(.POST, "/v1/accept", body: API.Accept(url: url), as: Share.self)
+    public func accept(url: String, password: String? = nil) async throws(NotesError) -> Share {
+        try await call(.POST, "/v1/accept", body: API.Accept(url: url, password: password), as: Share.self)
     }
 
     /// Reads an answer with the hand-written reader of a hot path, falling back to

@@ -82,7 +82,12 @@ public enum API {
     public struct Accept: Codable, Sendable {
         /// The share URL (`…/s/TOKEN#Title`) or the bare token.
         public var url: String
-        public init(url: String) { self.url = url }
+        /// The public link's password, where the owner set one.
+        public var password: String?
+        public init(url: String, password: String? = nil) {
+            self.url = url
+            self.password = password
+        }
     }
 
     public struct Done: Codable, Sendable {

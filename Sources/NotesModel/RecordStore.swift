@@ -53,8 +53,16 @@ public protocol RecordStore: Sendable {
     /// Invites accounts or emails, or changes the permission of existing participants.
     func addParticipants(shareID: String, _ invitees: [Invitee], actor: String) async throws(NotesError) -> Share
     func removeParticipant(shareID: String, name: String, actor: String) async throws(NotesError) -> Share
-    /// Accepts the share behind a URL token, as an invitee or, if public, a public user.
-    func acceptShare(urlToken: String, actor: String) async throws(NotesError) -> Share
+    /// Accepts the share behind a URL token, as an invitee or, if public, a public user
+    /// (who must present the link's password where one is set, before it expires).
+    func acceptShare(urlToken: String, password: String?, actor: String) async throws(NotesError) -> Share
     func leaveShare(id: String, actor: String) async throws(NotesError)
     func stopShare(id: String, actor: String) async throws(NotesError)
+}
+
+extension RecordStore {
+    /// Accepts without a password (invitations, and public links that have none).
+    public func acceptShare(urlToken: String, actor: String) async throws(NotesError) -> Share {
+        try await acceptShare(urlToken: urlToken, password: nil, actor: actor)
+    }
 }

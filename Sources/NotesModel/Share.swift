@@ -62,11 +62,18 @@ public struct Share: Sendable, Codable, Equatable {
     public var url: String?
     public var participants: [Participant]
     public var createdAt: Date
+    /// When the public link stops letting new people in; `nil` for never.
+    public var publicExpiresAt: Date?
+    /// Accepting through the public link needs a password.
+    public var passwordProtected: Bool?
 
     public init(
         id: String, zone: ZoneID, rootRecordName: String?, title: String, publicPermission: PublicPermission,
-        urlToken: String, url: String? = nil, participants: [Participant], createdAt: Date
+        urlToken: String, url: String? = nil, participants: [Participant], createdAt: Date,
+        publicExpiresAt: Date? = nil, passwordProtected: Bool? = nil
     ) {
+        self.publicExpiresAt = publicExpiresAt
+        self.passwordProtected = passwordProtected
         self.id = id
         self.zone = zone
         self.rootRecordName = rootRecordName
@@ -123,8 +130,14 @@ public struct ShareUpdate: Sendable, Codable, Equatable {
     public var publicPermission: PublicPermission?
     /// Revoke the current URL and make a new one.
     public var rotateURL: Bool?
+    /// Seconds from now until the public link expires; 0 removes the expiry.
+    public var publicExpiresIn: Double?
+    /// A password for accepting through the public link; empty removes it.
+    public var publicPassword: String?
 
-    public init(title: String? = nil, publicPermission: PublicPermission? = nil, rotateURL: Bool? = nil) {
+    public init(title: String? = nil, publicPermission: PublicPermission? = nil, rotateURL: Bool? = nil, publicExpiresIn: Double? = nil, publicPassword: String? = nil) {
+        self.publicExpiresIn = publicExpiresIn
+        self.publicPassword = publicPassword
         self.title = title
         self.publicPermission = publicPermission
         self.rotateURL = rotateURL

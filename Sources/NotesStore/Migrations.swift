@@ -128,6 +128,15 @@ enum Migrations {
                 CREATE INDEX participants_by_email ON participants(email) WHERE account IS NULL;
                 """)
         }
+        migrator.registerMigration("v2: public link expiry and password") { db in
+            try db.execute(sql: """
+                -- The public link lets new people in until `public_expires_at` (NULL: no end),
+                -- and only with the password whose PBKDF2-SHA256 hash and salt are kept here.
+                ALTER TABLE shares ADD COLUMN public_expires_at REAL;
+                ALTER TABLE shares ADD COLUMN password_salt BLOB;
+                ALTER TABLE shares ADD COLUMN password_hash BLOB;
+                """)
+        }
         return migrator
     }
 }

@@ -89,6 +89,9 @@ extension SQLiteStore {
 
     public func updateShare(id: String, _ update: ShareUpdate, actor: String) async throws(NotesError) -> Share {
         if let title = update.title { try Self.validateTitle(title) }
+        if let password = update.publicPassword, password.utf8.count > 1024 {
+            throw NotesError(.invalidArguments, "The password is longer than 1,024 bytes.")
+        }
         return try await write { context in
             let db = context.db
             let share = try Self.ownedShare(db, id: id, actor: actor)
@@ -107,6 +110,15 @@ extension SQLiteStore {
             }
             if update.rotateURL == true {
                 try db.cachedStatement(sql: "UPDATE shares SET url_token = ? WHERE id = ?").execute(arguments: [SecureRandom.token(bytes: 32), id])
+            }
+            if let seconds = update.publicExpiresIn {
+                let expiry: Double? = seconds > 0 ? Date().addingTimeInterval(seconds).timeIntervalSince1970 : nil
+                try db.cachedStatement(sql: "UPDATE shares SET public_expires_at = ? WHERE id = ?").execute(arguments: [expiry, id])
+            }
+            if let password = update.publicPassword {
+                let stored = password.isEmpty ? nil : try LinkPasswords.hash(password)
+                try db.cachedStatement(sql: "UPDATE shares SET password_salt = ?, password_hash = ? WHERE id = ?")
+                    .execute(arguments: [stored.map { Data($0.salt) }, stored.map { Data($0.hash) }, id])
             }
             context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: share.zone))
             return try Self.loadShare(db, id: id)
@@ -145,12 +157,20 @@ extension SQLiteStore {
         }
     }
 
-    public func acceptShare(urlToken: String, actor: String) async throws(NotesError) -> Share {
-        try await write { context in
+    public func acceptShare(urlToken: String, password: String?, actor: String) async throws(NotesError) -> Share {
+        if let password, password.utf8.count > 1024 { throw NotesError(.invalidArguments, "The password is longer than 1,024 bytes.") }
+        return try await write { context in
             let db = context.db
-            guard let id = try String.fetchOne(db.cachedStatement(sql: "SELECT id FROM shares WHERE url_token = ? AND stopped = 0"), arguments: [urlToken]) else {
-                throw NotesError(.unknownItem, "No share has this URL: it may have been stopped, or its owner replaced the URL. Ask the owner for a new one.")
+            let unknown = NotesError(.unknownItem, "No share has this URL: it may have been stopped, or its owner replaced the URL. Ask the owner for a new one.")
+            guard let link = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT id, public_expires_at, password_salt, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
+                arguments: [urlToken])
+            else {
+                throw unknown
             }
+            let id: String = link[0]
+            let expiresAt: Double? = link[1]
+            let salt: Data? = link[2], hash: Data? = link[3]
             let share = try Self.loadShare(db, id: id)
             guard share.owner != actor else {
                 throw NotesError(.invalidArguments, "You own this share; its notes are already under private/.")
@@ -172,6 +192,16 @@ extension SQLiteStore {
                     throw NotesError(.permissionFailure, mine == nil
                         ? "This share is not public and you are not invited; ask \(share.owner) to invite you."
                         : "\(share.owner) removed you from this share; ask them to invite you again.")
+                }
+                // An expired public link answers like one that does not exist.
+                if let expiresAt, Date().timeIntervalSince1970 >= expiresAt { throw unknown }
+                if let salt, let hash {
+                    guard let password else {
+                        throw NotesError(.permissionFailure, "This link needs a password; ask \(share.owner) for it and pass it with --password.")
+                    }
+                    guard LinkPasswords.matches(password, salt: [UInt8](salt), hash: [UInt8](hash)) else {
+                        throw NotesError(.permissionFailure, "That is not the link's password; check it with \(share.owner).")
+                    }
                 }
                 let permission: ParticipantPermission = share.publicPermission == .readWrite ? .readWrite : .readOnly
                 if mine != nil {
@@ -243,9 +273,12 @@ extension SQLiteStore {
                         permission: ParticipantPermission(rawValue: row["permission"]) ?? .readOnly,
                         status: ParticipantStatus(rawValue: row["status"]) ?? .removed)
         }
+        let expiresAt: Double? = row["public_expires_at"]
+        let passwordHash: Data? = row["password_hash"]
         return Share(id: id, zone: ZoneID(owner: row["owner"], name: row["zone"]), rootRecordName: row["root_record"], title: row["title"],
                      publicPermission: PublicPermission(rawValue: row["public_permission"]) ?? .none, urlToken: row["url_token"],
-                     participants: participants, createdAt: Date(stored: row["created_at"]))
+                     participants: participants, createdAt: Date(stored: row["created_at"]),
+                     publicExpiresAt: expiresAt.map(Date.init(stored:)), passwordProtected: passwordHash != nil)
     }
 
     static func insertParticipant(_ db: Database, shareID: String, account: String?, email: String?, role: ParticipantRole,

@@ -1,4 +1,5 @@
 import Crypto
+import _CryptoExtras
 import NotesModel
 
 /// Bearer tokens: `ntk_<id>_<secret>`. The id finds the stored row; the secret (256
@@ -35,5 +36,31 @@ enum TokenSecrets {
             difference |= a[index] ^ b[index]
         }
         return difference == 0
+    }
+}
+
+/// Passwords of public links: PBKDF2-SHA256 (210,000 rounds, OWASP's figure) with a
+/// random 16-byte salt, compared in constant time. Every failure fails closed.
+enum LinkPasswords {
+    static let rounds = 210_000
+
+    static func hash(_ password: String) throws(NotesError) -> (salt: [UInt8], hash: [UInt8]) {
+        let salt = SecureRandom.bytes(16)
+        guard let hash = derive(password, salt: salt) else {
+            throw NotesError(.internalError, "Could not hash the link's password; the link was left unchanged.")
+        }
+        return (salt, hash)
+    }
+
+    static func matches(_ password: String, salt: [UInt8], hash: [UInt8]) -> Bool {
+        guard hash.count == 32, let derived = derive(password, salt: salt) else { return false }
+        return TokenSecrets.constantTimeEqual(derived, hash)
+    }
+
+    private static func derive(_ password: String, salt: [UInt8]) -> [UInt8]? {
+        guard let key = try? KDF.Insecure.PBKDF2.deriveKey(from: Array(password.utf8), salt: salt, using: .sha256, outputByteCount: 32, rounds: rounds) else {
+            return nil
+        }
+        return key.withUnsafeBytes { Array($0) }
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import ArgumentParser
 import Foundation
 import NotesClient
@@ -41,10 +44,10 @@ struct ShareCommand: AsyncParsableCommand {
     @Flag(help: "Revoke the current URL and print a new one.")
     var rotateURL = false
 
-    @Option(help: "Expiry of the public link, e.g. 7d (not supported by this notesd yet).")
+    @Option(help: "The public link lets nobody new in after this long: 30m, 12h, 7d, 2w (0 removes the limit).")
     var expires: String?
 
-    @Flag(help: "Protect the public link with a password (not supported by this notesd yet).")
+    @Flag(help: "Protect the public link with a password, read from the terminal or standard input (an empty one removes it).")
     var password = false
 
     @OptionGroup var options: ClientOptions
@@ -56,9 +59,8 @@ struct ShareCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            if expires != nil || password {
-                throw NotesError(.invalidArguments, "--expires and --password are not supported by this notesd yet; share without them, and use --rotate-url to revoke a link.")
-            }
+            let expiry = try expires.map(parseDuration)
+            let secret = password ? readPassword("Password for the public link: ") : nil
             let target = try MountedPath(path)
             guard target.isOwner else {
                 throw NotesError(.permissionFailure, "\(target.path) belongs to \(target.zone.owner); only the owner can share it. Ask \(target.zone.owner) to invite more people.")
@@ -82,7 +84,9 @@ struct ShareCommand: AsyncParsableCommand {
             if makePublic { update.publicPermission = readWrite ? .readWrite : .readOnly }
             if makePrivate { update.publicPermission = PublicPermission.none }
             if rotateURL { update.rotateURL = true }
-            if update != ShareUpdate() && (target.shareID != nil || rotateURL || makePrivate) {
+            update.publicExpiresIn = expiry
+            update.publicPassword = secret
+            if update != ShareUpdate() && (target.shareID != nil || rotateURL || makePrivate || expiry != nil || secret != nil) {
                 share = try await client.updateShare(id: share.id, update)
             }
             try options.emit(share) { describe(share) }
@@ -93,7 +97,12 @@ struct ShareCommand: AsyncParsableCommand {
 /// The share URL and its people, for terminal output.
 func describe(_ share: Share) -> String {
     var lines = ["“\(share.title)”  \(share.url ?? share.urlToken)"]
-    if share.publicPermission != .none { lines.append("public: anyone with the URL, \(share.publicPermission == .readWrite ? "read-write" : "read-only")") }
+    if share.publicPermission != .none {
+        var line = "public: anyone with the URL, \(share.publicPermission == .readWrite ? "read-write" : "read-only")"
+        if share.passwordProtected == true { line += ", with a password" }
+        if let expiry = share.publicExpiresAt { line += ", until \(ISO8601DateFormatter().string(from: expiry))" }
+        lines.append(line)
+    }
     lines.append(table([["NAME", "ROLE", "PERMISSION", "STATUS"]] + share.participants.map {
         [$0.name ?? $0.email ?? "?", $0.role.rawValue, $0.permission.rawValue, $0.status.rawValue]
     }))
@@ -136,6 +145,9 @@ struct Accept: AsyncParsableCommand {
     @Argument(help: "The share URL (or its token).")
     var url: String
 
+    @Flag(help: "The link has a password: read it from the terminal or standard input.")
+    var password = false
+
     @OptionGroup var options: ClientOptions
 
     struct Accepted: Encodable {
@@ -146,7 +158,8 @@ struct Accept: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let share = try await options.client().accept(url: url)
+            let secret = password ? readPassword("Password: ") : nil
+            let share = try await options.client().accept(url: url, password: secret)
             let accepted = Accepted(owner: share.owner, path: "shared/\(share.owner)/\(share.isZoneWide ? share.zone.name : share.title)", share: share.id)
             try options.emit(accepted) { "Accepted “\(share.title)” from \(share.owner): it is at \(accepted.path) in your mounts." }
         }
@@ -271,4 +284,19 @@ struct History: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// "30m", "12h", "7d", "2w" (or plain seconds) as seconds.
+func parseDuration(_ text: String) throws(NotesError) -> Double {
+    let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
+    let trimmed = text.trimmingCharacters(in: .whitespaces)
+    if let unit = trimmed.last, let scale = units[unit], let value = Double(trimmed.dropLast()), value >= 0 { return value * scale }
+    if let value = Double(trimmed), value >= 0 { return value }
+    throw NotesError(.invalidArguments, "\"\(text)\" is not a duration; write it like 30m, 12h, 7d or 2w.")
+}
+
+/// A password from the terminal without echo, or the first line of standard input.
+func readPassword(_ prompt: String) -> String {
+    if isatty(0) != 0, let typed = getpass(prompt) { return String(cString: typed) }
+    return readLine(strippingNewline: true) ?? ""
 }

@@ -146,6 +146,55 @@ struct TwoPersonTests {
     }
 }
 
+extension TwoPersonTests {
+    @Test func publicLinkWithPasswordExpiryAndRotation() async throws {
+        let people = try await TwoMounts()
+        let daemon = people.daemon
+        let alice = { (arguments: String) in Self.notes(arguments, token: people.aliceToken, daemon: daemon) }
+        let note = people.aliceMount.path("private/open.md")
+        #expect(Shell.run("printf 'open' > '\(note)'").status == 0)
+        let uploaded = await eventually {
+            let count = (try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records.count) ?? 0
+            return count == 1 && MountedAttribute.value(note, "record") != nil
+        }
+        #expect(uploaded)
+
+        // a password: without it or with a wrong one nobody gets in; with it, they do
+        let shared = Shell.run("printf 's3cret\\n' | '\(MountProcess.notesBinary)' share '\(note)' --public --password --json",
+                               environment: ["NOTES_TOKEN": people.aliceToken, "NOTES_SOCKET": daemon.socket])
+        #expect(shared.status == 0, "\(shared)")
+        let url = (Self.json(shared) as? [String: Any])?["url"] as? String ?? ""
+        #expect((Self.json(shared) as? [String: Any])?["passwordProtected"] as? Bool == true)
+        let accept = { (token: String, input: String?) in
+            Shell.run((input.map { "printf '\($0)\\n' | " } ?? "") + "'\(MountProcess.notesBinary)' accept '\(url)'" + (input == nil ? "" : " --password"),
+                      environment: ["NOTES_TOKEN": token, "NOTES_SOCKET": daemon.socket])
+        }
+        let bob = accept(people.bobToken, nil)
+        #expect(bob.status != 0 && bob.stderr.contains("needs a password"), "\(bob)")
+        let wrong = accept(people.bobToken, "guess")
+        #expect(wrong.status != 0 && wrong.stderr.contains("not the link's password"), "\(wrong)")
+        #expect(accept(people.bobToken, "s3cret").status == 0)
+
+        // an expired link answers like an unknown one
+        #expect(alice("share '\(note)' --expires 1s").status == 0)
+        try await Task.sleep(for: .milliseconds(1_200))
+        let carolToken = try await daemon.client().createAccount(name: "carol").token
+        let late = accept(carolToken, "s3cret")
+        #expect(late.status != 0 && late.stderr.contains("No share has this URL"), "\(late)")
+
+        // a rotated URL is revoked: the old one is unknown, the new one works
+        #expect(alice("share '\(note)' --expires 0").status == 0)
+        let rotated = alice("share '\(note)' --rotate-url --json")
+        let newURL = (Self.json(rotated) as? [String: Any])?["url"] as? String ?? ""
+        #expect(!newURL.isEmpty && newURL != url)
+        #expect(accept(carolToken, "s3cret").stderr.contains("No share has this URL"))
+        let fresh = Shell.run("printf 's3cret\\n' | '\(MountProcess.notesBinary)' accept '\(newURL)' --password",
+                              environment: ["NOTES_TOKEN": carolToken, "NOTES_SOCKET": daemon.socket])
+        #expect(fresh.status == 0, "\(fresh)")
+        #expect(alice("share '\(note)' --duration").status != 0)
+    }
+}
+
 /// Reads `user.notes.*` attributes through getfattr, as a script would.
 enum MountedAttribute {
     static func value(_ path: String, _ name: String) -> String? {

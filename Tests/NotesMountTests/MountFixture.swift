@@ -32,6 +32,9 @@ final class TwoMounts: @unchecked Sendable {
         return mount
     }
 
+    /// `notes ARGS` as the account behind `token`, against this daemon.
+    func cli(_ token: String) -> @Sendable (String) -> Shell.Result { daemon.cli(token) }
+
     var aliceDefault: ZoneID { ZoneID(owner: "alice", name: ZoneID.defaultZoneName) }
 
     /// Saves a note through the API (as the owner would from another machine).
@@ -92,4 +95,14 @@ func errnos(_ directory: String, _ operations: [(String, String)]) -> [String: S
         if parts.count == 2 { answers[String(parts[0])] = String(parts[1]) }
     }
     return answers
+}
+
+extension DaemonProcess {
+    /// `notes ARGS` as the account behind `token`, against this daemon.
+    func cli(_ token: String) -> @Sendable (String) -> Shell.Result {
+        let socket = self.socket
+        return { arguments in
+            Shell.run("'\(MountProcess.notesBinary)' \(arguments)", environment: ["NOTES_TOKEN": token, "NOTES_SOCKET": socket])
+        }
+    }
 }

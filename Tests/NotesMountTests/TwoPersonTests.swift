@@ -10,7 +10,7 @@ import Testing
 struct TwoPersonTests {
     /// Runs `notes ARGS` as the account behind `token`.
     static func notes(_ arguments: String, token: String, daemon: DaemonProcess) -> Shell.Result {
-        Shell.run("'\(MountProcess.notesBinary)' \(arguments)", environment: ["NOTES_TOKEN": token, "NOTES_SOCKET": daemon.socket])
+        daemon.cli(token)(arguments)
     }
 
     static func json(_ result: Shell.Result) -> Any? {
@@ -20,8 +20,7 @@ struct TwoPersonTests {
     @Test func aliceSharesWithBobFromReadOnlyToGone() async throws {
         let people = try await TwoMounts(mountBob: true)
         let daemon = people.daemon
-        let alice = { (arguments: String) in Self.notes(arguments, token: people.aliceToken, daemon: daemon) }
-        let bob = { (arguments: String) in Self.notes(arguments, token: people.bobToken, daemon: daemon) }
+        let alice = people.cli(people.aliceToken), bob = people.cli(people.bobToken)
         let aliceWork = people.aliceMount.path("private/Work")
         let bobShared = people.bobMount!.path("shared/alice")
 
@@ -105,8 +104,7 @@ struct TwoPersonTests {
     @Test func badInputGetsAClearMessageAndNothingChanges() async throws {
         let people = try await TwoMounts(mountBob: true)
         let daemon = people.daemon
-        let alice = { (arguments: String) in Self.notes(arguments, token: people.aliceToken, daemon: daemon) }
-        let bob = { (arguments: String) in Self.notes(arguments, token: people.bobToken, daemon: daemon) }
+        let alice = people.cli(people.aliceToken), bob = people.cli(people.bobToken)
         let aliceNote = people.aliceMount.path("private/plan.md")
         #expect(Shell.run("printf 'x' > '\(aliceNote)'").status == 0)
         #expect(await eventually { MountedAttribute.value(aliceNote, "record") != nil })
@@ -150,7 +148,7 @@ extension TwoPersonTests {
     @Test func publicLinkWithPasswordExpiryAndRotation() async throws {
         let people = try await TwoMounts()
         let daemon = people.daemon
-        let alice = { (arguments: String) in Self.notes(arguments, token: people.aliceToken, daemon: daemon) }
+        let alice = people.cli(people.aliceToken)
         let note = people.aliceMount.path("private/open.md")
         #expect(Shell.run("printf 'open' > '\(note)'").status == 0)
         let uploaded = await eventually {

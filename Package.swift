@@ -71,6 +71,14 @@ let package = Package(
         ),
         // libfuse3's low-level API: a module map over a shim header (Debian's libfuse3-dev).
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        // cmark-gfm: GitHub-flavoured Markdown (Debian's libcmark-gfm-dev and -extensions-dev).
+        .systemLibrary(name: "CCmarkGFM", pkgConfig: "libcmark-gfm", providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]),
+        // Markdown to HTML pages and static sites; knows nothing of the store or the mount.
+        .target(
+            name: "NotesExport",
+            dependencies: ["CCmarkGFM"],
+            swiftSettings: strictSettings
+        ),
         // getxattr(2) for the CLI, which learns the record behind a path from the mount.
         .systemLibrary(name: "CXattr"),
         // The kernel adapter: libfuse callbacks in, `FileSystem` calls out; no notes logic.
@@ -111,7 +119,7 @@ let package = Package(
         .executableTarget(
             name: "notes",
             dependencies: [
-                "NotesModel", "NotesClient", "NotesMount", "NotesReplica", "CXattr",
+                "NotesModel", "NotesClient", "NotesMount", "NotesReplica", "NotesExport", "CXattr",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -138,6 +146,7 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "NotesExportTests", dependencies: ["NotesExport"], exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),
         .testTarget(name: "NotesStoreTests", dependencies: ["NotesModel", "NotesStore"], swiftSettings: strictSettings),
         // Real notesd and mount processes for the tests of every target that needs them.

@@ -22,7 +22,7 @@ struct Notes: AsyncParsableCommand {
             """,
         subcommands: [
             Whoami.self, AccountCommand.self, Mount.self, Unmount.self, ShareCommand.self, Invitations.self, Accept.self,
-            Participants.self, Unshare.self, Leave.self, History.self, Status.self, Put.self, Cat.self, List.self,
+            Participants.self, Unshare.self, Leave.self, History.self, Export.self, Status.self, Put.self, Cat.self, List.self,
         ])
 }
 

@@ -52,6 +52,15 @@ struct SharedMountTests {
         #expect(Shell.run("ls -A Team", in: shared).stdout == "notes.md\n")
         #expect(try await people.alice.records([plan.recordName], in: work).first?.body == "alice's plan\n")
         #expect(try await people.alice.zoneChanges(work, since: nil).records.count == 3)
+
+        // Bob may read, so he may export what he reads as a site
+        let site = "/tmp/export-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: site) }
+        let export = Shell.run("'\(MountProcess.notesBinary)' export '\(shared)/Team' '\(shared)/plan.md' --html -o \(site) --json")
+        #expect(export.status == 0, "\(export)")
+        #expect(export.stdout.contains("\"pages\" : 2"), "\(export)")
+        #expect(fileText("\(site)/Team/notes.html")?.contains("<p>team notes</p>") == true)
+        #expect(fileText("\(site)/index.html")?.contains("href=\"plan.html\"") == true)
     }
 
     @Test func readWriteShareEditsTravelLiveBothWays() async throws {

@@ -38,7 +38,7 @@ import Testing
         ["--help"], ["whoami", "--help"], ["account", "create", "--help"], ["account", "token", "--help"],
         ["put", "--help"], ["cat", "--help"], ["ls", "--help"], ["mount", "--help"], ["unmount", "--help"],
         ["share", "--help"], ["invitations", "--help"], ["accept", "--help"], ["participants", "--help"],
-        ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["status", "--help"],
+        ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["export", "--help"], ["status", "--help"],
     ])
     func everyCommandHelpHasAnExample(_ arguments: [String]) throws {
         let result = try Self.run("notes", arguments)

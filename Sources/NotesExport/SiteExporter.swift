@@ -112,7 +112,7 @@ public struct SiteExporter {
     }
 
     /// `Specs/api.md` → `Specs/api.html`.
-    static func pagePath(_ note: String) -> String {
+    public static func pagePath(_ note: String) -> String {
         note.hasSuffix(".md") ? String(note.dropLast(3)) + ".html" : note
     }
 
@@ -122,7 +122,7 @@ public struct SiteExporter {
     }
 
     /// Relative links to notes point at their pages: `plan.md#goals` → `plan.html#goals`.
-    @Sendable static func pageLink(_ url: String) -> String? {
+    @Sendable public static func pageLink(_ url: String) -> String? {
         guard !url.isEmpty, !url.hasPrefix("/"), !url.hasPrefix("#"), !url.contains("://"), !url.lowercased().hasPrefix("mailto:") else { return nil }
         let parts = url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts[0])

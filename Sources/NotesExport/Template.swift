@@ -1,12 +1,18 @@
 /// The HTML around rendered notes: one page layout, one index layout.
-enum Template {
-    struct Entry {
-        var href: String
-        var label: String
-        var kind: String
+public enum Template {
+    public struct Entry: Sendable {
+        public var href: String
+        public var label: String
+        /// `folder`, `note` or `file` (a CSS class).
+        public var kind: String
+        public init(href: String, label: String, kind: String) {
+            self.href = href
+            self.label = label
+            self.kind = kind
+        }
     }
 
-    static func escape(_ text: String) -> String {
+    public static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for character in text {
@@ -38,11 +44,13 @@ enum Template {
         """
     }
 
-    static func page(title: String, body: String, root: String) -> String {
+    /// A note's page; `root` leads from the page to the site's root (`../`, or an absolute path).
+    public static func page(title: String, body: String, root: String) -> String {
         head(title: title, root: root) + "<main>\n" + body + "</main>\n</body>\n</html>\n"
     }
 
-    static func index(title: String, entries: [Entry], root: String) -> String {
+    /// A folder's index.
+    public static func index(title: String, entries: [Entry], root: String) -> String {
         var body = "<main>\n<h1>\(escape(title))</h1>\n<ul class=\"index\">\n"
         for entry in entries {
             body += "<li class=\"\(entry.kind)\"><a href=\"\(escape(entry.href))\">\(escape(entry.label))</a></li>\n"
@@ -53,8 +61,8 @@ enum Template {
 }
 
 /// One readable stylesheet that also prints well.
-enum Stylesheet {
-    static let css = """
+public enum Stylesheet {
+    public static let css = """
         :root { color-scheme: light dark; --text: #1f2328; --muted: #59636e; --line: #d1d9e0; --code: #f6f8fa; --link: #0969da; }
         @media (prefers-color-scheme: dark) { :root { --text: #e6edf3; --muted: #9198a1; --line: #3d444d; --code: #151b23; --link: #4493f8; } }
         html { font: 17px/1.6 system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif; color: var(--text); }

@@ -57,6 +57,10 @@ public protocol RecordStore: Sendable {
     /// (who must present the link's password where one is set, before it expires).
     func acceptShare(urlToken: String, password: String?, actor: String) async throws(NotesError) -> Share
     func leaveShare(id: String, actor: String) async throws(NotesError)
+    /// What anyone may read at a share URL: the share and its records, when its public
+    /// permission is not `none`, the link has not expired and needs no password;
+    /// otherwise `unknownItem`, exactly as for a token that does not exist.
+    func publicShare(urlToken: String) async throws(NotesError) -> (share: Share, records: [Record])
     func stopShare(id: String, actor: String) async throws(NotesError)
 }
 

@@ -21,11 +21,7 @@ public struct NotesAPI: Sendable {
         let router = Router(context: NotesRequestContext.self)
         router.add(middleware: ErrorMiddleware())
         router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
-        router.get("s/:token") { _, _ -> Response in
-            // Public pages come with HTML export; until then every share URL answers
-            // like an unknown one, which is what a private share must do anyway.
-            throw NotesError(.unknownItem, "There is no public page at this address.")
-        }
+        PublicPageController(store: store).addRoutes(to: router)
         let v1 = router.group("v1").add(middleware: IdentityMiddleware(store: store))
         AccountController(store: store).addRoutes(to: v1)
         RecordController(store: store).addRoutes(to: v1)

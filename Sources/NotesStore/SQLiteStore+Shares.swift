@@ -216,6 +216,27 @@ extension SQLiteStore {
         }
     }
 
+    public func publicShare(urlToken: String) async throws(NotesError) -> (share: Share, records: [NotesModel.Record]) {
+        try await read { db in
+            let unknown = NotesError(.unknownItem, "There is no public page at this address.")
+            guard let link = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT id, public_permission, public_expires_at, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
+                arguments: [urlToken])
+            else { throw unknown }
+            let expiresAt: Double? = link[2]
+            let passwordHash: Data? = link[3]
+            guard (link[1] as String) != PublicPermission.none.rawValue, passwordHash == nil,
+                  expiresAt.map({ Date().timeIntervalSince1970 < $0 }) ?? true
+            else { throw unknown }
+            let share = try Self.loadShare(db, id: link[0])
+            let records = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT \(StoredRecord.columns) FROM records WHERE owner = ? AND zone = ? AND share_id = ? ORDER BY name"),
+                arguments: [share.zone.owner, share.zone.name, share.id]
+            ).map { StoredRecord.record(fromColumns: $0, zone: share.zone) }
+            return (share, records)
+        }
+    }
+
     public func leaveShare(id: String, actor: String) async throws(NotesError) {
         try await write { context in
             let share = try Self.loadShare(context.db, id: id)

@@ -199,4 +199,47 @@ import Testing
             try await client.forEachZoneChangePage(zone, since: "forged", limit: 40) { _ in }
         }
     }
+
+    @Test func publicPagesServeTheShareAsHTMLWithoutScripts() async throws {
+        // Given a folder of notes in a zone, shared publicly read-only, and a private share
+        let daemon = try await DaemonProcess.started()
+        let client = daemon.client()
+        let zone = try await client.createZone(named: "Site").id
+        _ = try await client.modify(ModifyRequest(zone: zone, saves: [
+            RecordSave(recordName: "docs", recordType: .folder, name: "Docs"),
+            RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "docs",
+                       body: "# Plan\n\nSee [api](Specs/api.md#section).\n\n<script>document.title = 'owned'</script>\n"),
+            RecordSave(recordName: "specs", recordType: .folder, name: "Specs", parent: "docs"),
+            RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "specs", body: "# API\n\n## Section\n\n[back](../plan.md)\n"),
+            RecordSave(recordName: "pic", recordType: .file, name: "pic.png", parent: "specs", bytes: Data([0x89, 0x50, 0x4e, 0x47])),
+            RecordSave(recordName: "secret", recordType: .note, name: "secret.md", body: "secret"),
+        ]))
+        let open = try await client.createShare(NewShare(zone: zone, rootRecordName: "docs", publicPermission: .readOnly))
+        let closed = try await client.createShare(NewShare(zone: zone, rootRecordName: "secret", participants: []))
+        let get = { (path: String) in
+            Shell.run("curl -s -i --unix-socket '\(daemon.socket)' 'http://localhost\(path)'")
+        }
+
+        // When anyone fetches the pages (no token, no account)
+        let index = get("/s/\(open.urlToken)/")
+        let plan = get("/s/\(open.urlToken)/plan.html")
+        let api = get("/s/\(open.urlToken)/Specs/api.html")
+
+        // Then they get the same HTML as an export, with a policy that forbids scripts
+        #expect(get("/s/\(open.urlToken)").stdout.hasPrefix("HTTP/1.1 301"))
+        #expect(index.stdout.hasPrefix("HTTP/1.1 200") && index.stdout.contains("href=\"/s/\(open.urlToken)/plan.html\""), "\(index)")
+        #expect(plan.stdout.contains("Content-Security-Policy: default-src 'none'"))
+        #expect(plan.stdout.contains("<h1 id=\"plan\">Plan</h1>") && plan.stdout.contains("href=\"Specs/api.html#section\""))
+        #expect(!plan.stdout.contains("<script") && plan.stdout.contains("&lt;script&gt;"))
+        #expect(api.stdout.contains("<h2 id=\"section\">") && api.stdout.contains("href=\"../plan.html\""))
+        #expect(get("/s/\(open.urlToken)/Specs/pic.png").stdout.contains("Content-Type: image/png"))
+        // and a private share, a missing page and an unknown token answer alike: 404
+        let statuses = ["/s/\(closed.urlToken)", "/s/\(closed.urlToken)/", "/s/\(open.urlToken)/nothing.html", "/s/not-a-token"].map {
+            get($0).stdout.split(separator: "\r\n").first.map(String.init) ?? ""
+        }
+        #expect(statuses == Array(repeating: "HTTP/1.1 404 Not Found", count: 4))
+        // Stopping the share takes the pages down
+        try await client.stopShare(id: open.id)
+        #expect(get("/s/\(open.urlToken)/plan.html").stdout.hasPrefix("HTTP/1.1 404"))
+    }
 }

@@ -1,0 +1,130 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NotesExport
+import NotesModel
+
+/// Public share pages: a share whose public permission is not `none` is served at its
+/// URL as the same HTML that `notes export` writes, read-only, to anyone. A private
+/// share, an expired or password-protected link, and an unknown token all answer the
+/// same 404. Pages forbid scripts through their Content-Security-Policy.
+struct PublicPageController {
+    let store: any RecordStore
+
+    /// What the browser may load: the stylesheet and images from here, nothing else, and
+    /// no script at all (a note's HTML is escaped anyway; this is the second wall).
+    static let securityHeaders: HTTPFields = [
+        .contentSecurityPolicy: "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+        HTTPField.Name("Referrer-Policy")!: "no-referrer",
+        .cacheControl: "no-cache",
+    ]
+
+    func addRoutes(to router: Router<NotesRequestContext>) {
+        router.get("s/:token") { request, context in try await serve(request, context, path: []) }
+        router.get("s/:token/**") { request, context in
+            try await serve(request, context, path: context.parameters.getCatchAll().map(String.init))
+        }
+    }
+
+    func serve(_ request: Request, _ context: NotesRequestContext, path: [String]) async throws -> Response {
+        guard let token = context.parameters.get("token") else { throw NotesError(.unknownItem, "There is no public page at this address.") }
+        let (share, records) = try await store.publicShare(urlToken: token)
+        let site = PublicSite(share: share, records: records, base: "/s/\(token)/")
+        if path.isEmpty && !request.uri.path.hasSuffix("/") && site.rootIsFolder {
+            // Relative links inside the pages need the folder's trailing slash.
+            return Response(status: .movedPermanently, headers: [.location: "/s/\(token)/"])
+        }
+        guard let answer = site.answer(path.filter { !$0.isEmpty }) else {
+            throw NotesError(.unknownItem, "There is no public page at this address.")
+        }
+        var headers = Self.securityHeaders
+        headers[.contentType] = answer.contentType
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+}
+
+/// A share's records as a site: folders have indexes, notes have pages, files are served
+/// as they are.
+struct PublicSite {
+    let share: Share
+    let base: String
+    let byName: [String: Record]
+    let children: [String?: [Record]]
+    let root: Record?
+
+    init(share: Share, records: [Record], base: String) {
+        self.share = share
+        self.base = base
+        let byName = Dictionary(records.map { ($0.recordName, $0) }, uniquingKeysWith: { a, _ in a })
+        self.byName = byName
+        var children: [String?: [Record]] = [:]
+        for record in records where record.recordName != share.rootRecordName {
+            // A record whose parent is outside the share hangs at the top.
+            let parent = record.parent.flatMap { byName[$0] != nil ? $0 : nil }
+            children[parent, default: []].append(record)
+        }
+        self.children = children.mapValues { $0.sorted { $0.name < $1.name } }
+        root = share.rootRecordName.flatMap { byName[$0] }
+    }
+
+    var rootIsFolder: Bool { root.map { $0.recordType == .folder } ?? true }
+
+    struct Answer {
+        var contentType: String
+        var body: [UInt8]
+    }
+
+    func answer(_ path: [String]) -> Answer? {
+        if path == ["style.css"] { return Answer(contentType: "text/css; charset=utf-8", body: Array(Stylesheet.css.utf8)) }
+        if let root, root.recordType == .note {
+            return path.isEmpty || path == [SiteExporter.pagePath(root.name)] ? page(root) : nil
+        }
+        var folder: String? = root?.recordName
+        for (index, segment) in path.enumerated() {
+            let last = index == path.count - 1
+            let here = children[folder] ?? []
+            if last, segment == "index.html" { return self.index(folder, path: Array(path.dropLast())) }
+            if last, let note = here.first(where: { $0.recordType == .note && SiteExporter.pagePath($0.name) == segment }) { return page(note) }
+            guard let next = here.first(where: { $0.name == segment }) else { return nil }
+            switch next.recordType {
+            case .folder: folder = next.recordName
+            case .file: return last ? Answer(contentType: Self.contentType(next.name), body: [UInt8](next.bytes ?? Data())) : nil
+            case .note: return last ? Answer(contentType: "text/markdown; charset=utf-8", body: Array((next.body ?? "").utf8)) : nil
+            }
+        }
+        return index(folder, path: path)
+    }
+
+    func page(_ note: Record) -> Answer {
+        let rendered = MarkdownRenderer(rewriteLink: SiteExporter.pageLink).render(note.body ?? "")
+        let title = rendered.title ?? String(note.name.dropLast(note.name.hasSuffix(".md") ? 3 : 0))
+        return Answer(contentType: "text/html; charset=utf-8", body: Array(Template.page(title: title, body: rendered.html, root: base).utf8))
+    }
+
+    func index(_ folder: String?, path: [String]) -> Answer {
+        let prefix = path.isEmpty ? "" : path.joined(separator: "/") + "/"
+        let entries = (children[folder] ?? []).map { child -> Template.Entry in
+            switch child.recordType {
+            case .folder: return Template.Entry(href: "\(base)\(prefix)\(child.name)/", label: child.name + "/", kind: "folder")
+            case .note: return Template.Entry(href: "\(base)\(prefix)\(SiteExporter.pagePath(child.name))", label: child.name, kind: "note")
+            case .file: return Template.Entry(href: "\(base)\(prefix)\(child.name)", label: child.name, kind: "file")
+            }
+        }
+        let title = folder.flatMap { byName[$0]?.name } ?? share.title
+        return Answer(contentType: "text/html; charset=utf-8", body: Array(Template.index(title: title, entries: entries, root: base).utf8))
+    }
+
+    static func contentType(_ name: String) -> String {
+        switch (name as NSString).pathExtension.lowercased() {
+        case "png": "image/png"
+        case "jpg", "jpeg": "image/jpeg"
+        case "gif": "image/gif"
+        case "svg": "image/svg+xml"
+        case "webp": "image/webp"
+        case "pdf": "application/pdf"
+        case "txt": "text/plain; charset=utf-8"
+        default: "application/octet-stream"
+        }
+    }
+}

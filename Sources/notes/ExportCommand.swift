@@ -3,6 +3,7 @@
 #endif
 import ArgumentParser
 import Foundation
+import NotesClient
 import NotesExport
 import NotesModel
 
@@ -14,12 +15,16 @@ struct Export: AsyncParsableCommand {
             Markdown is rendered by cmark-gfm with GitHub's extensions. Raw HTML in notes is \
             shown as text unless --allow-raw-html is given. The same notes give the same bytes.
 
-            Example:
+            Examples:
               notes export ~/Notes/private/Work --html -o /tmp/work-site
+              notes export --share 'http://notes.example.com/s/Xy3…' --html -o /tmp/site   # from notesd, no mount
             """)
 
     @Argument(help: "Notes or folders, as paths in the mount (or any folder of markdown files).")
-    var paths: [String]
+    var paths: [String] = []
+
+    @Option(help: "Export a share you own or accepted, by URL or id, straight from notesd.")
+    var share: String?
 
     @Flag(help: "Write HTML (the only format so far).")
     var html = false
@@ -35,7 +40,18 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         try await runReporting {
             guard html else { throw NotesError(.invalidArguments, "Give --html: HTML is the only export format so far.") }
-            for path in paths where !FileManager.default.fileExists(atPath: path) {
+            guard paths.isEmpty != (share == nil) else {
+                throw NotesError(.invalidArguments, "Give paths in the mount, or --share URL, not both and not neither.")
+            }
+            var sources = paths.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+            var staging: String?
+            defer { if let staging { try? FileManager.default.removeItem(atPath: staging) } }
+            if let share {
+                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notes-export-\(UUID().uuidString.prefix(8))").path
+                staging = folder
+                sources = [try await ShareSnapshot.write(share, client: options.client(), into: folder)]
+            }
+            for path in sources where !FileManager.default.fileExists(atPath: path) {
                 throw NotesError(.unknownItem, "\(path) does not exist.")
             }
             let onTerminal = isatty(2) != 0 && !options.json
@@ -46,7 +62,7 @@ struct Export: AsyncParsableCommand {
             }
             let summary: SiteExporter.Summary
             do {
-                summary = try exporter.export(paths.map { URL(fileURLWithPath: $0).standardizedFileURL.path }, to: output)
+                summary = try exporter.export(sources, to: output)
             } catch {
                 throw NotesError(.internalError, "The export stopped: \(error.localizedDescription)")
             }
@@ -54,5 +70,42 @@ struct Export: AsyncParsableCommand {
                 "Wrote \(summary.pages) pages, \(summary.indexes) indexes and \(summary.attachments) attachments to \(output); open \(output)/index.html."
             }
         }
+    }
+}
+
+/// A share's records written out as files (as the mount would show them), so that a
+/// share can be exported straight from notesd.
+enum ShareSnapshot {
+    /// Writes the share into `folder` and returns the path to export.
+    static func write(_ reference: String, client: NotesClient, into folder: String) async throws -> String {
+        let token = API.shareToken(fromURL: reference)
+        guard let share = try await client.shares().first(where: { $0.id == reference || $0.urlToken == token }) else {
+            throw NotesError(.unknownItem, "You neither own nor have accepted a share \(reference); `notes invitations` lists the ones waiting for you.")
+        }
+        var records: [Record] = []
+        try await client.forEachZoneChangePage(share.zone, since: nil) { page in
+            records += page.records.filter { $0.shareID == share.id }
+        }
+        let byName = Dictionary(records.map { ($0.recordName, $0) }, uniquingKeysWith: { a, _ in a })
+        func path(of record: Record) -> String {
+            guard record.recordName != share.rootRecordName, let parent = record.parent.flatMap({ byName[$0] }) else { return record.name }
+            return path(of: parent) + "/" + record.name
+        }
+        let top = share.rootRecordName.flatMap { byName[$0] }
+        let base = top?.recordType == .note ? folder : "\(folder)/\(top?.name ?? share.zone.name)"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        for record in records {
+            let relative = top?.recordType == .folder && record.recordName != top?.recordName ? String(path(of: record).dropFirst((top?.name.count ?? 0) + 1)) : path(of: record)
+            let target = record.recordName == top?.recordName && top?.recordType == .folder ? base : "\(base)/\(relative)"
+            switch record.recordType {
+            case .folder:
+                try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+            case .note, .file:
+                try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                let data = record.recordType == .note ? Data((record.body ?? "").utf8) : (record.bytes ?? Data())
+                try data.write(to: URL(fileURLWithPath: target))
+            }
+        }
+        return top?.recordType == .note ? "\(base)/\(top!.name)" : base
     }
 }

@@ -46,6 +46,13 @@ struct TwoPersonTests {
         #expect((Self.json(accepted) as? [String: Any])?["owner"] as? String == "alice", "\(accepted)")
         #expect(await eventually { fileText("\(bobShared)/plan.md") == "the plan\n" })
 
+        // (and he can export it straight from notesd, without a mount)
+        let site = "/tmp/share-site-\(UUID().uuidString.prefix(6))"
+        defer { try? FileManager.default.removeItem(atPath: site) }
+        let exported = bob("export --share '\(url ?? "")' --html -o \(site) --json")
+        #expect(exported.status == 0 && exported.stdout.contains("\"pages\" : 1"), "\(exported)")
+        #expect(fileText("\(site)/plan.html")?.contains("<p>the plan</p>") == true)
+
         // → Bob's writes fail with EACCES
         #expect(errnos(bobShared, [("write", "open('plan.md', 'w')")]) == ["write": "EACCES"])
 

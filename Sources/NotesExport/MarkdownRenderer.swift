@@ -1,5 +1,6 @@
 import CCmarkGFM
 import Foundation
+import Synchronization
 
 /// GitHub-flavoured Markdown to HTML with cmark-gfm: tables, task lists, strikethrough,
 /// autolinks, footnotes, fenced code with a language class.
@@ -25,17 +26,30 @@ public struct MarkdownRenderer: Sendable {
         self.rewriteLink = rewriteLink
     }
 
-    static let extensions = ["table", "strikethrough", "autolink", "tasklist", "tagfilter"]
+    /// cmark-gfm's extensions, registered once: its registry is a global list that two
+    /// threads registering at once corrupt (pages rendered in parallel came out without
+    /// their table or task list). A `static let` runs its initializer exactly once.
+    nonisolated(unsafe) static let extensions: [OpaquePointer] = {
+        cmark_gfm_core_extensions_ensure_registered()
+        let names: [String] = ["table", "strikethrough", "autolink", "tasklist", "tagfilter"]
+        return names.compactMap { name in name.withCString { cmark_find_syntax_extension($0) } }
+    }()
+
+    /// cmark-gfm keeps the inline parser's table of special characters in a global that
+    /// attaching extensions changes, so two parses at once lose each other's
+    /// strikethrough or autolinks (seen in parallel tests). One parse at a time.
+    static let parsing = Mutex(())
 
     public func render(_ markdown: String) -> Page {
-        cmark_gfm_core_extensions_ensure_registered()
+        Self.parsing.withLock { _ in renderAlone(markdown) }
+    }
+
+    private func renderAlone(_ markdown: String) -> Page {
         var options = NOTES_CMARK_OPT_DEFAULT | NOTES_CMARK_OPT_FOOTNOTES
         if allowRawHTML { options |= NOTES_CMARK_OPT_UNSAFE }
         guard let parser = cmark_parser_new(options) else { return Page(title: nil, html: "") }
         defer { cmark_parser_free(parser) }
-        for name in Self.extensions {
-            if let syntax = cmark_find_syntax_extension(name) { cmark_parser_attach_syntax_extension(parser, syntax) }
-        }
+        for syntax in Self.extensions { cmark_parser_attach_syntax_extension(parser, syntax) }
         var text = markdown
         text.withUTF8 { bytes in
             bytes.withMemoryRebound(to: CChar.self) { cmark_parser_feed(parser, $0.baseAddress, $0.count) }

@@ -69,12 +69,14 @@ public struct SiteExporter {
             try fileManager.copyItem(atPath: item.source, toPath: destination)
             summary.attachments += 1
         }
+        // Each item under its folder, once, instead of a scan of every item per folder.
+        var children: [String: [Item]] = [:]
+        for item in items where !item.target.isEmpty {
+            children[(item.target as NSString).deletingLastPathComponent, default: []].append(item)
+        }
         for folder in items where folder.isFolder {
             let prefix = folder.target.isEmpty ? "" : folder.target + "/"
-            let children = items.filter { item in
-                item.target.hasPrefix(prefix) && !item.target.isEmpty && item.target != folder.target
-                    && !item.target.dropFirst(prefix.count).contains("/")
-            }
+            let children = children[folder.target] ?? []
             let entries = children.map { child -> Template.Entry in
                 let name = String(child.target.dropFirst(prefix.count))
                 if child.isFolder { return Template.Entry(href: "\(name)/index.html", label: name + "/", kind: "folder") }

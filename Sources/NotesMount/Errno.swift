@@ -2,24 +2,11 @@
 import Glibc
 #endif
 import NotesFS
-import NotesModel
 import NotesReplica
 
-/// The one mapping from errors inside the mount to the errno an editor expects.
+/// The one mapping from replica failures to the errno an editor expects (the file model
+/// answers everything else with errno values directly; the daemon is never waited on).
 enum Errno {
-    static func of(_ error: NotesError) -> FileSystemError {
-        switch error.code {
-        case .permissionFailure, .notAuthenticated: FileSystemError(EACCES)
-        case .unknownItem, .zoneNotFound: FileSystemError(ENOENT)
-        case .constraintViolation, .alreadyShared: FileSystemError(EEXIST)
-        case .folderNotEmpty: FileSystemError(ENOTEMPTY)
-        case .limitExceeded: FileSystemError(EFBIG)
-        case .invalidArguments: FileSystemError(EINVAL)
-        case .serverRecordChanged, .batchRequestFailed, .changeTokenExpired, .requestRateLimited, .serviceUnavailable, .internalError:
-            FileSystemError(EIO)
-        }
-    }
-
     static func of(_ error: ReplicaError) -> FileSystemError {
         error.diskFull ? FileSystemError(ENOSPC) : FileSystemError(EIO)
     }

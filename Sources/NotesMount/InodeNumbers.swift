@@ -33,7 +33,7 @@ enum InodeNumbers {
                 hash ^= UInt64(byte)
                 hash &*= 0x100_0000_01b3
             }
-            hash ^= 0
+            // A NUL between parts (its XOR is a no-op), so ("ab", "c") and ("a", "bc") differ.
             hash &*= 0x100_0000_01b3
         }
         let value = hash & (localBit - 1)

@@ -429,34 +429,22 @@ extension NoteTree: FileSystem {
         if saved { onLocalChange() }
     }
 
-    /// Keeps a closed record's content in memory, up to `keptContentLimit` bytes for all
-    /// of them; the oldest go back to being read from the replica. Scratch files always
-    /// keep theirs (they have nowhere else).
+    /// Keeps a closed record's content in memory, about `keptContentLimit` bytes for all
+    /// of them; past that, every kept content goes back to being read from the replica.
+    /// Scratch files always keep theirs (they have nowhere else).
     static func keepContent(_ state: inout State, _ inode: Inode) {
         guard let node = state.nodes[inode], node.recordKey != nil, let content = node.content else { return }
-        if content.count > keptContentLimit / 16 {
+        guard content.count <= keptContentLimit / 16 else {
             state.nodes[inode]!.content = nil
             return
         }
-        state.keptContent.append(inode)
-        state.keptBytes += content.count
-        var evicted = 0
-        while state.keptBytes > keptContentLimit, evicted < state.keptContent.count {
-            let oldest = state.keptContent[evicted]
-            evicted += 1
-            guard let old = state.nodes[oldest], old.openCount == 0, old.recordKey != nil, let bytes = old.content, !old.contentDirty else { continue }
-            state.keptBytes -= bytes.count
-            state.nodes[oldest]!.content = nil
+        if state.kept.insert(inode).inserted { state.keptBytes += content.count }
+        guard state.keptBytes > keptContentLimit else { return }
+        for old in state.kept where state.nodes[old]?.openCount == 0 && state.nodes[old]?.contentDirty == false && state.nodes[old]?.recordKey != nil {
+            state.nodes[old]!.content = nil
         }
-        state.keptContent.removeFirst(evicted)
-        // The list repeats files opened many times; when it grows past the tree, start over.
-        if state.keptContent.count > 4 * max(16, state.nodes.count) {
-            for old in state.keptContent where state.nodes[old]?.openCount == 0 && state.nodes[old]?.contentDirty == false && state.nodes[old]?.recordKey != nil {
-                state.nodes[old]!.content = nil
-            }
-            state.keptContent.removeAll()
-            state.keptBytes = 0
-        }
+        state.kept.removeAll()
+        state.keptBytes = 0
     }
 
     public func setAttributes(of inode: Inode, _ changes: AttributeChanges) throws(FileSystemError) -> FileAttributes {

@@ -11,7 +11,7 @@ extension NoteTree {
         var invalidations: [Invalidation] = []
         state.withLock { state in
             Self.place(&state, effects.updated, invalidations: &invalidations)
-            for key in effects.removed { Self.removeRecordNode(&state, key, replica: replica, invalidations: &invalidations) }
+            for key in effects.removed { Self.removeRecordNode(&state, key, invalidations: &invalidations) }
         }
         invalidate(invalidations + state.withLock { state in
             defer { state.pendingInvalidations = [] }
@@ -24,7 +24,7 @@ extension NoteTree {
         applyRemote({ var effects = RemoteEffects(); effects.removed = keys; return effects }())
     }
 
-    static func removeRecordNode(_ state: inout State, _ key: RecordKey, replica: Replica, invalidations: inout [Invalidation]) {
+    static func removeRecordNode(_ state: inout State, _ key: RecordKey, invalidations: inout [Invalidation]) {
         guard let inode = state.index[key], let node = state.nodes[inode] else { return }
         invalidations.append(.entry(node.parent, node.name))
         invalidations.append(.content(node.parent))
@@ -39,7 +39,7 @@ extension NoteTree {
     public func zoneRemoved(_ zone: ZoneID, records: [RecordKey]) {
         var invalidations: [Invalidation] = []
         state.withLock { state in
-            for key in records { Self.removeRecordNode(&state, key, replica: replica, invalidations: &invalidations) }
+            for key in records { Self.removeRecordNode(&state, key, invalidations: &invalidations) }
             state.zones[zone] = nil
             let folder = InodeNumbers.zoneFolder(zone)
             if let node = state.nodes[folder], node.attached {

@@ -27,9 +27,9 @@ public final class NoteTree: Sendable {
         /// Names the kernel may have cached as missing that now exist (folders made on
         /// demand); drained after the lock by whoever changed the tree from outside.
         var pendingInvalidations: [Invalidation] = []
-        /// Closed files whose content stays in memory, oldest first, and their bytes:
+        /// Closed files whose content stays in memory, and about how many bytes that is:
         /// opening them again reads no SQLite.
-        var keptContent: [Inode] = []
+        var kept: Set<Inode> = []
         var keptBytes = 0
     }
 

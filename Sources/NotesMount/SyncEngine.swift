@@ -311,9 +311,7 @@ public final class SyncEngine: Sendable {
             for scope in DatabaseScope.allCases {
                 listings.append((scope, try await client.zones(scope: scope)))
             }
-            let shares = try await client.shares()
-            try replica.saveShares(shares)
-            tree.setShares(shares)
+            try await refreshShares()
             for (scope, zones) in listings {
                 let listed = Set(zones.map(\.id))
                 for zone in known where zone.scope == scope && zone.pending == nil && !listed.contains(zone.id) {
@@ -336,6 +334,14 @@ public final class SyncEngine: Sendable {
         }
     }
 
+    /// The shares the account owns or accepted, into the replica (for offline starts) and
+    /// the tree (permissions, extended attributes, where shared records sit).
+    private func refreshShares() async throws {
+        let shares = try await client.shares()
+        try replica.saveShares(shares)
+        tree.setShares(shares)
+    }
+
     /// Fetches the changes of one zone the account already knows; anything else (a new
     /// zone, a zone gone) takes a full fetch.
     func fetchOne(_ zone: ZoneID, scope: DatabaseScope) async {
@@ -346,9 +352,7 @@ public final class SyncEngine: Sendable {
             }
             try await fetchZone(zone, scope: scope, from: known.changeToken)
             // Shares are named by the same notices (made, changed, stopped): refresh them too.
-            let shares = try await client.shares()
-            try replica.saveShares(shares)
-            tree.setShares(shares)
+            try await refreshShares()
             setOnline(true)
         } catch let error as NotesError where error.code == .serviceUnavailable {
             setOnline(false)

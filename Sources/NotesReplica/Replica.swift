@@ -82,11 +82,7 @@ public final class Replica: Sendable {
     /// Everything needed to build the file tree at mount time (no contents).
     public func load() throws(ReplicaError) -> (zones: [ReplicaZone], records: [ReplicaRecord], shares: [Share]) {
         try read("load the replica") { db in
-            let zones = try Row.fetchAll(db, sql: "SELECT owner, name, scope, change_token, pending FROM zones").map { row in
-                ReplicaZone(
-                    id: ZoneID(owner: row[0], name: row[1]), scope: DatabaseScope(rawValue: row[2]) ?? .private,
-                    changeToken: row[3], pending: (row[4] as String?).flatMap(ReplicaZone.Pending.init(rawValue:)))
-            }
+            let zones = try Self.zones(db)
             let records = try Row.fetchAll(db, sql: "SELECT \(Self.metadataColumns) FROM records WHERE deleted = 0").map(Self.record)
             let decoder = NotesJSON.decoder()
             let shares = try Data.fetchAll(db, sql: "SELECT json FROM shares").compactMap { try? decoder.decode(Share.self, from: $0) }
@@ -323,8 +319,17 @@ public final class Replica: Sendable {
         }
     }
 
+    /// The zones, without the records (the sync engine asks on every notice and upload).
     public func zones() throws(ReplicaError) -> [ReplicaZone] {
-        try load().zones
+        try read("read zones") { db in try Self.zones(db) }
+    }
+
+    private static func zones(_ db: Database) throws -> [ReplicaZone] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT owner, name, scope, change_token, pending FROM zones")).map { row in
+            ReplicaZone(
+                id: ZoneID(owner: row[0], name: row[1]), scope: DatabaseScope(rawValue: row[2]) ?? .private,
+                changeToken: row[3], pending: (row[4] as String?).flatMap(ReplicaZone.Pending.init(rawValue:)))
+        }
     }
 
     /// Replaces the shares the account owns or accepted.

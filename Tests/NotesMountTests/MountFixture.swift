@@ -58,9 +58,10 @@ final class TwoMounts: @unchecked Sendable {
     }
 }
 
-/// Reads an extended attribute the way scripts do.
-func xattr(_ path: String, _ name: String) -> String {
-    Shell.run("getfattr --only-values -n user.notes.\(name) '\(path)'").stdout
+/// Reads a `user.notes.*` extended attribute the way scripts do; `nil` when it is missing.
+func xattr(_ path: String, _ name: String) -> String? {
+    let result = Shell.run("getfattr --only-values -n user.notes.\(name) '\(path)'")
+    return result.status == 0 ? result.stdout : nil
 }
 
 func fileText(_ path: String) -> String? {

@@ -28,7 +28,7 @@ struct TwoPersonTests {
         #expect(Shell.run("mkdir '\(aliceWork)' && printf 'the plan\\n' > '\(aliceWork)/plan.md'").status == 0)
         let uploaded = await eventually {
             let count = (try? await people.alice.zoneChanges(ZoneID(owner: "alice", name: "Work"), since: nil).records.count) ?? 0
-            return count == 1 && MountedAttribute.value("\(aliceWork)/plan.md", "record") != nil
+            return count == 1 && xattr("\(aliceWork)/plan.md", "record") != nil
         }
         #expect(uploaded)
         let shared = alice("share '\(aliceWork)/plan.md' --with bob --read-only --json")
@@ -67,7 +67,7 @@ struct TwoPersonTests {
         #expect(alice("participants '\(aliceWork)/plan.md'").stdout.contains("readWrite"))
 
         // → Alice removes Bob → the share leaves his mount at once, his API calls get permissionFailure
-        let record = MountedAttribute.value("\(aliceWork)/plan.md", "record") ?? ""
+        let record = xattr("\(aliceWork)/plan.md", "record") ?? ""
         #expect(alice("unshare '\(aliceWork)/plan.md' --with bob").status == 0)
         #expect(await eventually { !FileManager.default.fileExists(atPath: "\(bobShared)/plan.md") })
         let refused = await #expect(throws: NotesError.self) {
@@ -114,7 +114,7 @@ struct TwoPersonTests {
         let alice = people.cli(people.aliceToken), bob = people.cli(people.bobToken)
         let aliceNote = people.aliceMount.path("private/plan.md")
         #expect(Shell.run("printf 'x' > '\(aliceNote)'").status == 0)
-        #expect(await eventually { MountedAttribute.value(aliceNote, "record") != nil })
+        #expect(await eventually { xattr(aliceNote, "record") != nil })
 
         let unknown = alice("share '\(aliceNote)' --with nobody")
         #expect(unknown.status != 0 && unknown.stderr.contains("notes account create nobody"), "\(unknown)")
@@ -160,7 +160,7 @@ extension TwoPersonTests {
         #expect(Shell.run("printf 'open' > '\(note)'").status == 0)
         let uploaded = await eventually {
             let count = (try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records.count) ?? 0
-            return count == 1 && MountedAttribute.value(note, "record") != nil
+            return count == 1 && xattr(note, "record") != nil
         }
         #expect(uploaded)
 
@@ -197,13 +197,5 @@ extension TwoPersonTests {
                               environment: ["NOTES_TOKEN": carolToken, "NOTES_SOCKET": daemon.socket])
         #expect(fresh.status == 0, "\(fresh)")
         #expect(alice("share '\(note)' --duration").status != 0)
-    }
-}
-
-/// Reads `user.notes.*` attributes through getfattr, as a script would.
-enum MountedAttribute {
-    static func value(_ path: String, _ name: String) -> String? {
-        let result = Shell.run("getfattr --only-values -n user.notes.\(name) '\(path)'")
-        return result.status == 0 ? result.stdout : nil
     }
 }

@@ -80,6 +80,14 @@ let package = Package(
             dependencies: ["CCmarkGFM"],
             swiftSettings: strictSettings
         ),
+        // libgit2, for three-way merges of notes edited on both sides (Debian's libgit2-dev).
+        .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
+        // Merging concurrent edits of a note; pure functions over bytes.
+        .target(
+            name: "NotesMerge",
+            dependencies: ["CGit2"],
+            swiftSettings: strictSettings
+        ),
         // getxattr(2) for the CLI, which learns the record behind a path from the mount.
         .systemLibrary(name: "CXattr"),
         // The kernel adapter: libfuse callbacks in, `FileSystem` calls out; no notes logic.
@@ -99,7 +107,7 @@ let package = Package(
         .target(
             name: "NotesMount",
             dependencies: [
-                "NotesModel", "NotesFS", "NotesReplica", "NotesClient",
+                "NotesModel", "NotesFS", "NotesReplica", "NotesClient", "NotesMerge",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -148,6 +156,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "NotesExportTests", dependencies: ["NotesExport"], exclude: ["Fixtures"], swiftSettings: strictSettings),
+        .testTarget(name: "NotesMergeTests", dependencies: ["NotesMerge"], swiftSettings: strictSettings),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),
         .testTarget(name: "NotesStoreTests", dependencies: ["NotesModel", "NotesStore"], swiftSettings: strictSettings),
         // Real notesd and mount processes for the tests of every target that needs them.

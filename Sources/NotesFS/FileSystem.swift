@@ -72,6 +72,9 @@ public struct OpenMode: Sendable, Equatable {
     /// The caller means to write (O_WRONLY, O_RDWR) or to truncate.
     public var writes: Bool { flags & 3 != 0 || flags & 0o1000 != 0 }
     public var truncates: Bool { flags & 0o1000 != 0 }
+    /// O_APPEND: every write goes to the end of the file as the file system knows it
+    /// (the kernel's idea of the size may be older than a change that just arrived).
+    public var appends: Bool { flags & 0o2000 != 0 }
 }
 
 /// One line of a directory listing, with the attributes `readdirplus` hands the kernel.

@@ -12,7 +12,8 @@ import Synchronization
 /// a note.
 public final class FuseMount: KernelCache, @unchecked Sendable {
     // @unchecked: `session` is set once in `mount()` before the loop thread starts and
-    // cleared only after it has ended; `listings` is behind its own Mutex.
+    // never changes; its end (unmount, destroy) and the notifications that use it are
+    // serialized by `teardown`; `listings` is behind its own Mutex.
 
     public struct Options: Sendable {
         /// Seconds the kernel may keep names and attributes without asking again.
@@ -36,6 +37,10 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     private let nextListing = Atomic<UInt64>(1)
     /// Set once unmounting starts: late invalidations from the sync engine are dropped.
     private let stopping = Atomic<Bool>(false)
+    /// Where the session's end has got to. A signal's unmount, the runner's close and the
+    /// sync engine's notifications come from different threads: none may use the session
+    /// while another frees it.
+    private let teardown = Mutex<(unmounted: Bool, destroyed: Bool)>((false, false))
 
     public init(mountpoint: String, fileSystem: any FileSystem, options: Options = Options()) {
         self.mountpoint = mountpoint
@@ -78,31 +83,51 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     public func unmount() {
         guard let session, !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
         fuse_session_exit(session)
-        fuse_session_unmount(session)
+        teardown.withLock { state in
+            guard !state.unmounted && !state.destroyed else { return }
+            fuse_session_unmount(session)
+            state.unmounted = true
+        }
     }
 
-    /// Frees the session after `run()` returned.
+    /// Frees the session after `run()` returned (unmounting first if no one did).
     public func close() {
         guard let session else { return }
-        self.session = nil
-        fuse_session_destroy(session)
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        teardown.withLock { state in
+            guard !state.destroyed else { return }
+            if !state.unmounted { fuse_session_unmount(session) }
+            fuse_session_destroy(session)
+            state = (true, true)
+        }
+    }
+
+    /// Runs `body` with the session while it is alive and not stopping.
+    private func withLiveSession(_ body: (OpaquePointer) -> Void) {
+        guard let session, !stopping.load(ordering: .sequentiallyConsistent) else { return }
+        teardown.withLock { state in
+            guard !state.destroyed && !state.unmounted else { return }
+            body(session)
+        }
     }
 
     // MARK: KernelCache
 
     public func invalidateContent(of inode: Inode) {
-        guard let session, !stopping.load(ordering: .sequentiallyConsistent) else { return }
-        let result = fuse_lowlevel_notify_inval_inode(session, inode, 0, 0)
-        if result != 0 && result != -ENOENT { fputs("notes: invalidating inode \(inode) failed: \(result)\n", stderr) }
+        withLiveSession { session in
+            let result = fuse_lowlevel_notify_inval_inode(session, inode, 0, 0)
+            if result != 0 && result != -ENOENT { fputs("notes: invalidating inode \(inode) failed: \(result)\n", stderr) }
+        }
     }
 
     public func invalidateEntry(parent: Inode, name: String) {
-        guard let session, !stopping.load(ordering: .sequentiallyConsistent) else { return }
         var bytes = Array(name.utf8)
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                let result = fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
-                if result != 0 && result != -ENOENT { fputs("notes: invalidating \(name) in \(parent) failed: \(result)\n", stderr) }
+        withLiveSession { session in
+            bytes.withUnsafeMutableBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { chars in
+                    let result = fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
+                    if result != 0 && result != -ENOENT { fputs("notes: invalidating \(name) in \(parent) failed: \(result)\n", stderr) }
+                }
             }
         }
     }

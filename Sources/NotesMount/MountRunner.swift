@@ -55,6 +55,10 @@ public enum MountRunner {
         mount.unmount()
         mount.close()
         signalSources.forEach { $0.cancel() }
+        let unsaved = tree.saveUnsaved()
+        if unsaved > 0 {
+            logger.critical("\(unsaved) closed file(s) could not be saved: the disk of \(cacheDirectory) is full. Their last writes are lost; the notes keep their previous content.")
+        }
         // One last try to hand queued saves to the daemon; what stays queued is uploaded
         // by the next mount.
         await engine.uploadPending()

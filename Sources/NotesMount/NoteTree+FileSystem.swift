@@ -249,16 +249,16 @@ extension NoteTree: FileSystem {
             let record = ReplicaRecord(
                 zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: name, parent: node.recordParent,
                 size: node.content?.count ?? 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: node.modified, modifiedBy: account)
-            state.detached[DetachedName(parent: parent, name: name)] = DetachedRecord(record: record, since: now)
+            state.detached[DetachedName(parent: parent, name: name)] = DetachedRecord(record: record, since: now, staleBase: node.staleBase)
             state.index[key] = nil
             node.kind = .scratch
         } else if !node.isDirectory && !toScratch {
-            var identity: (key: RecordKey, type: RecordType?, parent: String?, share: String?)?
+            var identity: (key: RecordKey, type: RecordType?, parent: String?, share: String?, base: String?)?
             if let existing, let key = state.nodes[existing]!.recordKey {
                 let other = state.nodes[existing]!
-                identity = (key, other.recordType, other.recordParent, other.shareID)
+                identity = (key, other.recordType, other.recordParent, other.shareID, other.staleBase)
             } else if let taken = state.detached.removeValue(forKey: DetachedName(parent: newParent, name: newName)) {
-                identity = (taken.record.key, taken.record.recordType, taken.record.parent, taken.record.shareID)
+                identity = (taken.record.key, taken.record.recordType, taken.record.parent, taken.record.shareID, taken.staleBase)
             }
             if let identity {
                 // Write-then-rename over a note: the note keeps its record (and so its share,
@@ -275,6 +275,7 @@ extension NoteTree: FileSystem {
                 node.recordParent = identity.parent
                 node.shareID = identity.share
                 node.contentDirty = true
+                node.inheritBase(identity.base)
                 state.index[identity.key] = inode
             } else if node.kind == .scratch {
                 try loadContent(&state, inode)
@@ -320,10 +321,13 @@ extension NoteTree: FileSystem {
     func loadContent(_ state: inout State, _ inode: Inode) throws(Failure) {
         guard let node = state.nodes[inode], node.content == nil, !node.isDirectory else { return }
         var content: [UInt8] = []
+        var tag: String?
         if let key = node.recordKey {
-            do { content = try replica.content(of: key) ?? [] } catch { throw Errno.of(error) }
+            do { (content, tag) = try replica.contentAndTag(of: key) ?? ([], nil) } catch { throw Errno.of(error) }
         }
         state.nodes[inode]!.content = content
+        state.nodes[inode]!.seenVersion = node.remoteVersion
+        state.nodes[inode]!.seenTag = tag
     }
 
     /// Saves a record node to the replica (content too when it changed) and queues it.
@@ -337,7 +341,7 @@ extension NoteTree: FileSystem {
             zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: node.name, parent: node.recordParent,
             size: size, shareID: node.shareID, changeTag: nil, createdAt: node.changed, modifiedAt: node.modified, modifiedBy: account)
         do {
-            try replica.saveLocal(record, content: node.contentDirty ? (node.content ?? []) : nil, durable: durable)
+            try replica.saveLocal(record, content: node.contentDirty ? (node.content ?? []) : nil, durable: durable, base: node.contentDirty ? node.staleBase : nil)
         } catch {
             throw Errno.of(error)
         }
@@ -358,7 +362,9 @@ extension NoteTree: FileSystem {
                 state.nodes[inode]!.modified = Date().timeIntervalSince1970
             }
             state.nodes[inode]!.openCount += 1
-            return Self.newHandle(&state)
+            let handle = Self.newHandle(&state)
+            if mode.appends { state.appending.insert(handle) }
+            return handle
         }
     }
 
@@ -376,10 +382,11 @@ extension NoteTree: FileSystem {
         try locked { state throws(Failure) in
             guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
             guard Self.access(state, inode, account: account).mayWrite else { throw Failure(EACCES) }
-            let end = offset + bytes.count
-            if end > Limits.maxBodyBytes { throw Failure(EFBIG) }
             try loadContent(&state, inode)
             var content = state.nodes[inode]!.content ?? []
+            let offset = state.appending.contains(handle) ? content.count : offset
+            let end = offset + bytes.count
+            if end > Limits.maxBodyBytes { throw Failure(EFBIG) }
             if end > content.count && !hasRoom(for: end - content.count) { throw Failure(ENOSPC) }
             state.nodes[inode]!.content = nil
             if content.count < end { content.append(contentsOf: repeatElement(0, count: end - content.count)) }
@@ -415,18 +422,44 @@ extension NoteTree: FileSystem {
 
     public func release(_ inode: Inode, handle: UInt64) {
         let saved = state.withLock { state in
+            state.appending.remove(handle)
             guard var node = state.nodes[inode] else { return false }
             node.openCount = max(0, node.openCount - 1)
             state.nodes[inode] = node
             var saved = false
             if node.openCount == 0 {
-                if node.contentDirty { saved = (try? persist(&state, inode)) != nil }
+                if node.contentDirty {
+                    saved = (try? persist(&state, inode)) != nil
+                    if !saved { state.unsaved.insert(inode) }
+                }
                 Self.keepContent(&state, inode)
                 Self.dropIfUnused(&state, inode)
             }
             return saved
         }
         if saved { onLocalChange() }
+    }
+
+    /// Saves again what could not be saved when it was closed (the replica's disk was
+    /// full). Returns how many files are still waiting.
+    @discardableResult
+    public func saveUnsaved() -> Int {
+        let (saved, waiting) = state.withLock { state in
+            var saved = 0
+            for inode in state.unsaved {
+                guard let node = state.nodes[inode], node.contentDirty, node.openCount == 0 else {
+                    state.unsaved.remove(inode)
+                    continue
+                }
+                if (try? persist(&state, inode)) != nil {
+                    state.unsaved.remove(inode)
+                    saved += 1
+                }
+            }
+            return (saved, state.unsaved.count)
+        }
+        if saved > 0 { onLocalChange() }
+        return waiting
     }
 
     /// Keeps a closed record's content in memory, about `keptContentLimit` bytes for all

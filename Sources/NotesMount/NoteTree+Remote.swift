@@ -110,6 +110,28 @@ extension NoteTree {
         }
     }
 
+    /// Where a record shows in the mount, relative to the mount's root (`private/plan.md`).
+    public func path(of key: RecordKey) -> String? {
+        state.withLock { state in
+            guard var inode = state.index[key] else { return nil }
+            var names: [String] = []
+            while inode != InodeNumbers.root {
+                guard let node = state.nodes[inode], node.attached else { return nil }
+                names.append(node.name)
+                inode = node.parent
+            }
+            return names.reversed().joined(separator: "/")
+        }
+    }
+
+    /// Whether a record is the root of a share that the account takes part in (not owns):
+    /// nothing may be created beside it.
+    public func isForeignShareRoot(_ key: RecordKey) -> Bool {
+        key.zone.owner != account && state.withLock { state in
+            state.shares.values.contains { $0.zone == key.zone && $0.rootRecordName == key.recordName }
+        }
+    }
+
     /// How many nodes the tree holds (for logs and tests).
     public var nodeCount: Int { state.withLock { $0.nodes.count } }
 }

@@ -31,6 +31,11 @@ public final class NoteTree: Sendable {
         /// opening them again reads no SQLite.
         var kept: Set<Inode> = []
         var keptBytes = 0
+        /// Closed files whose save to the replica failed (its disk was full): their
+        /// content waits in memory and is saved again on every tick.
+        var unsaved: Set<Inode> = []
+        /// Handles opened with O_APPEND.
+        var appending: Set<UInt64> = []
     }
 
     /// Most bytes of closed files' content kept in memory.
@@ -44,6 +49,8 @@ public final class NoteTree: Sendable {
     struct DetachedRecord {
         var record: ReplicaRecord
         var since: Double
+        /// What the editor read, if older than the replica's version (see `Node.staleBase`).
+        var staleBase: String?
     }
 
     let state: Mutex<State>
@@ -159,7 +166,7 @@ public final class NoteTree: Sendable {
             if parent == node.parent { continue }
             invalidations.append(.entry(node.parent, node.name))
             invalidations.append(.content(node.parent))
-            detach(&state, node.inode)
+            detach(&state, node.inode, dropping: false)
             attach(&state, node.inode, parent: parent, name: node.name, invalidations: &invalidations)
         }
         for node in state.nodes.values where node.attached && node.children.isEmpty {
@@ -187,12 +194,17 @@ public final class NoteTree: Sendable {
     /// children whatever the order of `records`.
     static func place(_ state: inout State, _ records: [ReplicaRecord], invalidations: inout [Invalidation]) {
         let now = Date().timeIntervalSince1970
+        var newFolders: Set<RecordKey> = []
         for record in records {
             let key = record.key
             if let inode = state.index[key], var node = state.nodes[inode] {
                 if node.size != record.size || node.modified != record.modifiedAt {
                     invalidations.append(.content(inode))
                     if node.openCount == 0 || !node.contentDirty { node.content = nil }
+                    node.remoteVersion += 1
+                    // The next open looks the name up again, which gives the kernel the new
+                    // size (it would otherwise put `>>` appends at the old end).
+                    if node.attached { invalidations.append(.entry(node.parent, node.name)) }
                 }
                 node.size = record.size
                 node.modified = record.modifiedAt
@@ -209,14 +221,27 @@ public final class NoteTree: Sendable {
                     recordType: record.recordType, shareID: record.shareID, recordParent: record.parent, size: record.size, modified: record.modifiedAt,
                     changed: record.modifiedAt, accessed: record.modifiedAt, attached: false)
                 state.index[key] = inode
+                if record.recordType == .folder { newFolders.insert(key) }
             }
         }
-        for record in records {
+        var places = records.map { (key: $0.key, parent: $0.parent, name: $0.name) }
+        if !newFolders.isEmpty {
+            // A folder that comes back (its delete here was refused) takes back the
+            // children that waited elsewhere for it.
+            let placed = Set(places.map(\.key))
+            for node in state.nodes.values {
+                guard node.attached, case .record(let key) = node.kind, let parent = node.recordParent,
+                      newFolders.contains(RecordKey(zone: key.zone, recordName: parent)), !placed.contains(key) else { continue }
+                places.append((key, parent, node.name))
+            }
+        }
+        for record in places {
             guard let inode = state.index[record.key], let node = state.nodes[inode] else { continue }
-            let parent = parentInode(&state, of: record)
+            let parent = parentInode(&state, key: record.key, parent: record.parent)
             if node.attached && node.parent == parent && node.name == record.name { continue }
             if node.attached {
-                detach(&state, inode)
+                // Moving, not leaving: the node must survive even if the kernel never looked it up.
+                detach(&state, inode, dropping: false)
                 invalidations.append(.entry(node.parent, node.name))
             }
             attach(&state, inode, parent: parent, name: record.name, invalidations: &invalidations)
@@ -242,14 +267,14 @@ public final class NoteTree: Sendable {
     }
 
     /// Takes a node out of its folder; it stays in the table while the kernel knows it.
-    static func detach(_ state: inout State, _ inode: Inode) {
+    static func detach(_ state: inout State, _ inode: Inode, dropping: Bool = true) {
         guard let node = state.nodes[inode], node.attached else { return }
         if state.nodes[node.parent]?.children[node.name] == inode {
             state.nodes[node.parent]?.children[node.name] = nil
             state.nodes[node.parent]?.modified = Date().timeIntervalSince1970
         }
         state.nodes[inode]!.attached = false
-        dropIfUnused(&state, inode)
+        if dropping { dropIfUnused(&state, inode) }
     }
 
     static func dropIfUnused(_ state: inout State, _ inode: Inode) {

@@ -29,6 +29,10 @@ public final class SyncEngine: Sendable {
     /// What the next fetch must look at: `nil` for everything, else the zones named by
     /// the daemon's notices (with their scope).
     let fetchScope = Mutex<[ZoneID: DatabaseScope]?>(nil)
+    /// Zones whose next fetch starts from scratch: a refused change was dropped and the
+    /// server's state must come back. Kept here, not as a cleared token in the replica,
+    /// which a fetch already under way would write over.
+    let refetchZones = Mutex<Set<ZoneID>>([])
 
     public init(client: NotesClient, replica: Replica, tree: NoteTree, logger: Logger) {
         self.client = client
@@ -145,6 +149,10 @@ public final class SyncEngine: Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
             ticks += 1
+            let unsaved = tree.saveUnsaved()
+            if unsaved > 0 && ticks % 30 == 1 {
+                logger.error("\(unsaved) closed file(s) wait in memory: the disk of the local replica is full. Free some space; they are saved as soon as there is room.")
+            }
             let expired = tree.expireDetached(olderThan: 2)
             for key in expired {
                 do { try replica.deleteLocal(key) } catch { logger.error("\(error)") }
@@ -255,12 +263,12 @@ public final class SyncEngine: Sendable {
             logger.debug("uploaded \(saves.count) saves and \(deletes.count) deletes to \(zone)")
             return true
         } catch let error as NotesError {
-            return try settle(error, batch: batch, zone: zone)
+            return try await settle(error, batch: batch, zone: zone)
         }
     }
 
     /// Decides what a refused upload means for each item, so that the next round can go on.
-    private func settle(_ error: NotesError, batch: [PendingChange], zone: ZoneID) throws -> Bool {
+    private func settle(_ error: NotesError, batch: [PendingChange], zone: ZoneID) async throws -> Bool {
         if error.code == .serviceUnavailable || error.code == .requestRateLimited {
             setOnline(false)
             return false
@@ -269,32 +277,56 @@ public final class SyncEngine: Sendable {
         let items = error.itemErrors.isEmpty
             ? batch.map { NotesError.ItemError(recordName: $0.record.recordName, code: error.code, message: error.message, serverRecord: error.serverRecord) }
             : error.itemErrors
-        let byName = Dictionary(batch.map { ($0.record.recordName, $0.record) }, uniquingKeysWith: { a, _ in a })
+        let byName = Dictionary(batch.map { ($0.record.recordName, $0) }, uniquingKeysWith: { a, _ in a })
         for item in items where item.code != .batchRequestFailed {
-            guard let record = byName[item.recordName] else { continue }
+            guard let change = byName[item.recordName] else { continue }
+            let record = change.record
             let key = record.key
             switch item.code {
             case .serverRecordChanged:
-                // Until three-way merges arrive, the local save wins; the server keeps the
-                // other version in the note's history.
-                logger.warning("\(record.name) changed on the server too; uploading the local version over it (the other stays in `notes history`)")
-                try replica.rebase(key, onto: item.serverRecord?.changeTag)
+                try await resolveChanged(change, server: item.serverRecord)
             case .unknownItem where record.deleted:
                 try replica.markDeleted(key, dirty: record.dirty)
-            case .unknownItem:
+            case .unknownItem where record.changeTag != nil:
+                // Deleted elsewhere while edited here: the edit wins, the record comes back.
+                logger.notice("\(record.name) was deleted elsewhere while it was edited here: saving it again")
                 try replica.rebase(key, onto: nil)
-            case .permissionFailure, .notAuthenticated:
-                logger.error("notesd refused \(record.name): \(item.message) The local change is dropped and the server's state fetched again.")
+            case .unknownItem:
+                // Its folder is gone on the server: the note goes to the zone's root.
+                logger.notice("the folder of \(record.name) was deleted elsewhere: moving it to the top of its zone")
+                if let row = try replica.moveToRoot(key, dirty: record.dirty) { show([row]) }
+            case .folderNotEmpty where record.deleted:
+                // Someone added to the folder meanwhile: it stays, with what they added.
+                logger.notice("\(record.name) holds notes added elsewhere meanwhile: it stays")
                 try replica.discardLocal(key)
-                tree.removeRecords([key])
-                try replica.saveZone(ReplicaZone(id: zone, scope: zone.owner == tree.account ? .private : .shared, changeToken: nil, pending: nil))
-                requestFetch()
+                refetch(zone)
+            case .permissionFailure, .notAuthenticated:
+                logger.error("notesd refused \(record.name): \(item.message)")
+                if !record.deleted && record.recordType != .folder {
+                    try await keepAsCopy(change, beside: nil)
+                } else {
+                    try replica.discardLocal(key)
+                    tree.removeRecords([key])
+                }
+                refetch(zone)
             default:
                 logger.error("notesd refused \(record.name): \(item.message) It stays queued and is retried when the mount restarts.")
                 _ = stuck.withLock { $0.insert(key) }
             }
         }
         return true
+    }
+
+    /// Forgets where the zone's changes were read up to, so the next fetch brings back
+    /// the server's state of everything in it.
+    private func refetch(_ zone: ZoneID) {
+        _ = refetchZones.withLock { $0.insert(zone) }
+        requestFetch()
+    }
+
+    /// Whether the next fetch of `zone` must start from scratch (and it now will).
+    private func takeRefetch(_ zone: ZoneID) -> Bool {
+        refetchZones.withLock { $0.remove(zone) != nil }
     }
 
     // MARK: Fetch
@@ -321,8 +353,14 @@ public final class SyncEngine: Sendable {
                 for zone in zones {
                     tree.zoneSeen(zone.id, scope: scope)
                     let stored = known.first { $0.id == zone.id }
-                    if stored?.changeToken != zone.changeToken {
-                        try await fetchZone(zone.id, scope: scope, from: stored?.changeToken)
+                    let scratch = takeRefetch(zone.id)
+                    if scratch || stored?.changeToken != zone.changeToken {
+                        do {
+                            try await fetchZone(zone.id, scope: scope, from: scratch ? nil : stored?.changeToken)
+                        } catch {
+                            if scratch { _ = refetchZones.withLock { $0.insert(zone.id) } }
+                            throw error
+                        }
                     }
                 }
             }
@@ -350,7 +388,13 @@ public final class SyncEngine: Sendable {
                 await fetchAll()
                 return
             }
-            try await fetchZone(zone, scope: scope, from: known.changeToken)
+            let scratch = takeRefetch(zone)
+            do {
+                try await fetchZone(zone, scope: scope, from: scratch ? nil : known.changeToken)
+            } catch {
+                if scratch { _ = refetchZones.withLock { $0.insert(zone) } }
+                throw error
+            }
             // Shares are named by the same notices (made, changed, stopped): refresh them too.
             try await refreshShares()
             setOnline(true)

@@ -52,7 +52,7 @@ public final class Replica: Sendable {
         }
     }
 
-    private func write<T>(_ doing: String, durable: Bool = false, _ body: (Database) throws -> T) throws(ReplicaError) -> T {
+    func write<T>(_ doing: String, durable: Bool = false, _ body: (Database) throws -> T) throws(ReplicaError) -> T {
         do {
             return try pool.writeWithoutTransaction { db in
                 if durable { try db.execute(sql: "PRAGMA synchronous = FULL") }
@@ -69,7 +69,7 @@ public final class Replica: Sendable {
         }
     }
 
-    private func read<T>(_ doing: String, _ body: (Database) throws -> T) throws(ReplicaError) -> T {
+    func read<T>(_ doing: String, _ body: (Database) throws -> T) throws(ReplicaError) -> T {
         do {
             return try pool.read(body)
         } catch {
@@ -99,6 +99,19 @@ public final class Replica: Sendable {
             modifiedAt: row[10], modifiedBy: row[11], dirty: row[12], deleted: row[13])
     }
 
+    /// The content of a record with the change tag it builds on, or `nil` if the replica
+    /// has no such record.
+    public func contentAndTag(of key: RecordKey) throws(ReplicaError) -> ([UInt8], String?)? {
+        try read("read \(key)") { db in
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT content, change_tag FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
+                arguments: [key.zone.owner, key.zone.name, key.recordName])
+            guard let row else { return nil }
+            let data: Data? = row[0]
+            return (data.map { [UInt8]($0) } ?? [], row[1])
+        }
+    }
+
     /// The content of a record, or `nil` if the replica has no such record.
     public func content(of key: RecordKey) throws(ReplicaError) -> [UInt8]? {
         try read("read \(key)") { db in
@@ -116,13 +129,16 @@ public final class Replica: Sendable {
     /// Records a local create or change (metadata, and content when given) and queues
     /// it for upload. Returns the record as stored, with its queue position.
     @discardableResult
-    public func saveLocal(_ record: ReplicaRecord, content: [UInt8]?, durable: Bool = false) throws(ReplicaError) -> ReplicaRecord {
+    /// - Parameter base: the change tag the edit was made on, when older than the one the
+    ///   row holds (the writer read a version that the server's has since replaced).
+    public func saveLocal(_ record: ReplicaRecord, content: [UInt8]?, durable: Bool = false, base: String? = nil) throws(ReplicaError) -> ReplicaRecord {
         var stored = record
         stored.dirty = nextDirty()
         stored.deleted = false
+        if let base { stored.changeTag = base }
         let row = stored
         try write("save \(record.name) in the replica", durable: durable) { db in
-            try Self.upsert(db, row, content: content, keepTag: true)
+            try Self.upsert(db, row, content: content, keepTag: base == nil)
         }
         return stored
     }
@@ -148,7 +164,7 @@ public final class Replica: Sendable {
 
     /// Inserts or updates a row. `keepTag`: a local save keeps the base tag the row has
     /// (only the server's answers move it).
-    private static func upsert(_ db: Database, _ record: ReplicaRecord, content: [UInt8]?, keepTag: Bool = false) throws {
+    static func upsert(_ db: Database, _ record: ReplicaRecord, content: [UInt8]?, keepTag: Bool = false) throws {
         let data = content.map { Data($0) }
         try db.cachedStatement(
             sql: """
@@ -251,13 +267,8 @@ public final class Replica: Sendable {
                     arguments: [zone.owner, zone.name, record.recordName])
                 // Local changes win until uploaded; our own upload coming back changes nothing.
                 if let local, (local[0] as Int64) > 0 || (local[1] as String?) == record.changeTag { continue }
-                let content: [UInt8] = record.recordType == .file ? [UInt8](record.bytes ?? Data()) : Array((record.body ?? "").utf8)
-                let row = ReplicaRecord(
-                    zone: zone, recordName: record.recordName, recordType: record.recordType, name: record.name, parent: record.parent,
-                    size: content.count, shareID: record.shareID, changeTag: record.changeTag,
-                    createdAt: record.createdAt.timeIntervalSince1970, modifiedAt: record.modifiedAt.timeIntervalSince1970,
-                    modifiedBy: record.modifiedBy)
-                try Self.upsert(db, row, content: record.recordType == .folder ? nil : content)
+                let (row, content) = Self.row(record, in: zone)
+                try Self.upsert(db, row, content: content)
                 effects.updated.append(row)
             }
             for name in deleted {
@@ -280,6 +291,17 @@ public final class Replica: Sendable {
                 arguments: [zone.owner, zone.name, scope.rawValue, token])
             return effects
         }
+    }
+
+    /// A server record as a clean row, with its content (`nil` for folders).
+    static func row(_ record: NotesModel.Record, in zone: ZoneID) -> (ReplicaRecord, [UInt8]?) {
+        let content: [UInt8] = record.recordType == .file ? [UInt8](record.bytes ?? Data()) : Array((record.body ?? "").utf8)
+        let row = ReplicaRecord(
+            zone: zone, recordName: record.recordName, recordType: record.recordType, name: record.name, parent: record.parent,
+            size: content.count, shareID: record.shareID, changeTag: record.changeTag,
+            createdAt: record.createdAt.timeIntervalSince1970, modifiedAt: record.modifiedAt.timeIntervalSince1970,
+            modifiedBy: record.modifiedBy)
+        return (row, record.recordType == .folder ? nil : content)
     }
 
     /// Drops the clean rows of a zone that are not in `keep` (after a fetch from scratch).

@@ -50,6 +50,22 @@ enum ReplicaMigrations {
                 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 """)
         }
+        migrator.registerMigration("v2: conflict copies") { db in
+            try db.execute(sql: """
+                -- Copies the mount made of local edits that could not be merged with someone
+                -- else's (or could no longer be saved where they were): `notes status` lists
+                -- them until the copy is deleted. `path` is where the mount showed it.
+                CREATE TABLE conflicts (
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    path TEXT NOT NULL,
+                    note_name TEXT NOT NULL,
+                    created_at REAL NOT NULL,
+                    PRIMARY KEY (owner, zone, record_name)
+                );
+                """)
+        }
         return migrator
     }
 }

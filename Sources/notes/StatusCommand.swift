@@ -8,7 +8,7 @@ import NotesReplica
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show whether notesd is reachable, the mounts, and the changes waiting for upload.",
-        discussion: "Example:\n  notes status\n  notes status --json | jq .queued")
+        discussion: "Example:\n  notes status\n  notes status --json | jq .queued\n\nConflict copies are listed by their place in the mount (private/plan (conflict, bob, 2026-11-22 14.05).md)\nuntil you delete them.")
 
     @Option(help: "Folder of the mounts' replicas (default: $XDG_CACHE_HOME/notes or ~/.cache/notes).")
     var cacheDir: String?
@@ -35,13 +35,20 @@ struct Status: AsyncParsableCommand {
             let cache = cacheDir ?? env["XDG_CACHE_HOME"].map { "\($0)/notes" } ?? "\(home)/.cache/notes"
             let replicas = ((try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []).filter { $0.hasSuffix(".replica.sqlite") }
             for file in replicas {
-                if let replica = try? Replica(path: "\(cache)/\(file)") { report.queued += (try? replica.pendingCount()) ?? 0 }
+                guard let replica = try? Replica(path: "\(cache)/\(file)") else { continue }
+                report.queued += (try? replica.pendingCount()) ?? 0
+                report.conflicts += ((try? replica.conflicts()) ?? []).map(\.path)
             }
             try options.emit(report) {
                 var lines = [report.daemon == "online" ? "notesd: online, signed in as \(report.account ?? "?")" : "notesd: offline (mounts keep working from their replicas)"]
                 lines.append(report.mounts.isEmpty ? "mounts: none (`notes mount ~/Notes` starts one)" : "mounts: " + report.mounts.joined(separator: ", "))
                 lines.append("queued: \(report.queued) change\(report.queued == 1 ? "" : "s") waiting for upload")
-                lines.append("conflicts: none")
+                if report.conflicts.isEmpty {
+                    lines.append("conflicts: none")
+                } else {
+                    lines.append("conflicts: \(report.conflicts.count) (edits made here and elsewhere in the same lines; compare each copy with its note, keep what you want, delete the copy)")
+                    lines += report.conflicts.map { "  \($0)" }
+                }
                 return lines.joined(separator: "\n")
             }
         }

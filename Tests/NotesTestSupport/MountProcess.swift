@@ -17,14 +17,24 @@ public final class MountProcess: @unchecked Sendable {
     let token: String?
     public private(set) var process = Process()
 
-    public init(daemon: DaemonProcess, token: String? = nil) throws {
+    /// Whether the cache folder is a tmpfs of its own (unmounted at the end).
+    let cacheOnTmpfs: Bool
+
+    /// - Parameter cacheSize: puts the replica on a tmpfs of this size (`4m`), to fill it up.
+    public init(daemon: DaemonProcess, token: String? = nil, cacheSize: String? = nil) throws {
         folder = "/var/tmp/nm-\(UUID().uuidString.prefix(8))"
         mountpoint = "\(folder)/mnt"
         cacheDir = "\(folder)/cache"
         logPath = "\(folder)/mount.log"
         self.daemon = daemon
         self.token = token
+        cacheOnTmpfs = cacheSize != nil
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        if let cacheSize {
+            try FileManager.default.createDirectory(atPath: cacheDir, withIntermediateDirectories: true)
+            let mounted = Shell.run("mount -t tmpfs -o size=\(cacheSize) tmpfs '\(cacheDir)'")
+            guard mounted.status == 0 else { throw NotesError(.internalError, "could not put the cache on a tmpfs: \(mounted)") }
+        }
         try start()
     }
 
@@ -88,6 +98,12 @@ public final class MountProcess: @unchecked Sendable {
         }
         if Self.isMounted(mountpoint) { _ = Shell.run("fusermount3 -u -z \(mountpoint)") }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if cacheOnTmpfs { _ = Shell.run("umount -l '\(cacheDir)'") }
+        // NOTES_KEEP_LOGS=DIR keeps every mount's log there, for a failure to be read later.
+        if let keep = ProcessInfo.processInfo.environment["NOTES_KEEP_LOGS"] {
+            try? FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
+            try? FileManager.default.copyItem(atPath: logPath, toPath: "\(keep)/\(URL(fileURLWithPath: folder).lastPathComponent).log")
+        }
         try? FileManager.default.removeItem(atPath: folder)
     }
 }

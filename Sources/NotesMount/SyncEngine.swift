@@ -113,15 +113,16 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// Follows the daemon's notices; reconnects with a growing pause when it is away.
+    /// Follows the daemon's notices; reconnects with a growing pause when it is away
+    /// (at most a second: a failed connect is cheap, and queued saves wait on it).
     private func eventLoop() async {
-        var pause = 0.25
+        var pause = 0.1
         while !Task.isCancelled {
             do {
                 for try await event in client.events() {
                     switch event {
                     case .ready:
-                        pause = 0.25
+                        pause = 0.1
                         setOnline(true)
                         requestFetch()
                         requestUpload()
@@ -138,7 +139,7 @@ public final class SyncEngine: Sendable {
                 logger.debug("event stream ended: \(error)")
             }
             try? await Task.sleep(for: .seconds(pause))
-            pause = min(pause * 2, 5)
+            pause = min(pause * 2, 1)
         }
     }
 
@@ -347,6 +348,12 @@ public final class SyncEngine: Sendable {
             for (scope, zones) in listings {
                 let listed = Set(zones.map(\.id))
                 for zone in known where zone.scope == scope && zone.pending == nil && !listed.contains(zone.id) {
+                    // Edits not uploaded yet outlive the zone: they become copies among
+                    // the account's own notes.
+                    for change in try replica.unsentEdits(in: zone.id) {
+                        logger.warning("\(change.record.name) was edited here but \(zone.id) is no longer shared with you: keeping your version among your own notes")
+                        try await keepAsCopy(change, beside: nil)
+                    }
                     let removed = try replica.removeZone(zone.id)
                     tree.zoneRemoved(zone.id, records: removed)
                 }

@@ -116,6 +116,22 @@ extension Replica {
         }
     }
 
+    /// Notes and files of a zone with local changes not uploaded yet (not deletes).
+    public func unsentEdits(in zone: ZoneID) throws(ReplicaError) -> [PendingChange] {
+        try read("read the unsent edits of \(zone)") { db in
+            try Row.fetchAll(
+                db, sql: """
+                    SELECT \(Self.metadataColumns), content FROM records
+                    WHERE owner = ? AND zone = ? AND dirty > 0 AND deleted = 0 AND record_type != 'folder' ORDER BY dirty
+                    """,
+                arguments: [zone.owner, zone.name]
+            ).map { row in
+                let data: Data? = row[14]
+                return PendingChange(record: Self.record(row), content: data.map { [UInt8]($0) })
+            }
+        }
+    }
+
     /// Conflict copies that still exist (deleting a copy settles its conflict).
     public func conflicts() throws(ReplicaError) -> [ReplicaConflict] {
         try read("read conflicts") { db in

@@ -7,14 +7,22 @@ import NotesClient
 
 /// The notesd the benchmark runs against, in a folder of its own.
 final class Daemon {
-    let process = Process()
+    private(set) var process = Process()
     let socket: String
     let folder: String
+    let binaries: URL
 
     init(binaries: URL, folder: String) throws {
         self.folder = folder
+        self.binaries = binaries
         socket = "\(folder)/notesd.sock"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try start()
+    }
+
+    /// Starts notesd on the folder's data and waits for its socket.
+    func start() throws {
+        process = Process()
         process.executableURL = binaries.appendingPathComponent("notesd")
         process.arguments = ["--data-dir", folder, "--socket", socket, "--log-level", "warning"]
         process.standardOutput = FileHandle.nullDevice
@@ -22,6 +30,12 @@ final class Daemon {
         guard wait(until: { FileManager.default.fileExists(atPath: self.socket) }, seconds: 20) else {
             throw ValidationError("notesd did not start")
         }
+    }
+
+    /// Stops notesd and keeps its data, for `start()` again.
+    func pause() {
+        process.terminate()
+        process.waitUntilExit()
     }
 
     func client(token: String? = nil) -> NotesClient {

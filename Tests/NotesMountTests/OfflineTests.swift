@@ -102,6 +102,38 @@ struct OfflineTests {
         #expect(await eventually { !FileManager.default.fileExists(atPath: "\(team.bob)/a.md") && fileText("\(team.bob)/b.md") == "a\nby alice\n" })
     }
 
+    @Test func anEditToAShareThatWasRemovedMeanwhileIsKeptAmongOwnNotes() async throws {
+        // Given bob edits alice's shared note while notesd is away, and his mount stops
+        let people = try await TwoMounts(mountBob: true)
+        let team = try await Self.sharedTeam(people, files: ["plan.md": "the plan\n"])
+        try await people.daemon.stop()
+        #expect(Shell.run("printf 'bob was here\\n' >> plan.md", in: team.bob).status == 0)
+        #expect(people.bobMount!.stop())
+
+        // When alice removes him from the share before his mount comes back
+        try await people.daemon.restart()
+        let share = try #require(try await people.alice.shares().first)
+        _ = try await people.alice.removeParticipant(shareID: share.id, name: "bob")
+        try people.bobMount!.start()
+
+        // Then his edit is a note of his own, listed as a conflict, and alice's note is unchanged
+        let bobPrivate = people.bobMount!.path("private")
+        var copy: String?
+        let kept = await eventually(20) {
+            copy = ((try? FileManager.default.contentsOfDirectory(atPath: bobPrivate)) ?? []).first { $0.hasPrefix("plan (conflict, bob, ") }
+            return copy.map { fileText("\(bobPrivate)/\($0)") == "the plan\nbob was here\n" } ?? false
+        }
+        #expect(kept, "bob's private/ holds \((try? FileManager.default.contentsOfDirectory(atPath: bobPrivate)) ?? []); his log:\n\(Self.notices(people.bobMount!))")
+        #expect(!FileManager.default.fileExists(atPath: people.bobMount!.path("shared/alice/Team")))
+        #expect(fileText("\(team.alice)/plan.md") == "the plan\n")
+        #expect((Self.status(people.bobMount!, people.daemon)?["conflicts"] as? [String])?.contains("private/\(copy ?? "?")") == true)
+        let uploaded = await eventually {
+            let records = (try? await people.bob.zoneChanges(ZoneID(owner: "bob", name: ZoneID.defaultZoneName), since: nil).records) ?? []
+            return records.contains { $0.name == copy && $0.body == "the plan\nbob was here\n" }
+        }
+        #expect(uploaded)
+    }
+
     @Test func aSaveQueuedWhenTheMountIsKilledUploadsFromTheNextMount() async throws {
         // Given a mount whose uploads hang (notesd stopped with SIGSTOP)
         let people = try await TwoMounts()

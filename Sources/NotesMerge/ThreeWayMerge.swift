@@ -14,8 +14,10 @@ public enum ThreeWayMerge {
     /// libgit2 sets up its allocator and thread state once per process.
     private static let libraryReady: Bool = git_libgit2_init() >= 0
 
-    /// Merges `ours` and `theirs`, both descended from `base`.
-    public static func merge(base: [UInt8], ours: [UInt8], theirs: [UInt8]) -> Outcome {
+    /// Merges `ours` and `theirs`, both descended from `base`. With `markers` (labels for
+    /// our side and theirs), overlapping edits come back merged with git's conflict
+    /// markers around them instead of as `.conflict`: only for users who ask for that.
+    public static func merge(base: [UInt8], ours: [UInt8], theirs: [UInt8], markers: (ours: String, theirs: String)? = nil) -> Outcome {
         if ours == theirs || theirs == base { return .merged(ours) }
         if ours == base { return .merged(theirs) }
         guard libraryReady else { return .conflict }
@@ -27,15 +29,27 @@ public enum ThreeWayMerge {
                     var theirsInput = input(theirs)
                     var options = git_merge_file_options()
                     git_merge_file_options_init(&options, UInt32(GIT_MERGE_FILE_OPTIONS_VERSION))
-                    var result = git_merge_file_result()
-                    guard git_merge_file(&result, &ancestorInput, &oursInput, &theirsInput, &options) == 0 else { return .conflict }
-                    defer { git_merge_file_result_free(&result) }
-                    guard result.automergeable != 0 else { return .conflict }
-                    guard let pointer = result.ptr else { return .merged([]) }
-                    return .merged(pointer.withMemoryRebound(to: UInt8.self, capacity: result.len) { [UInt8](UnsafeBufferPointer(start: $0, count: result.len)) })
+                    return withLabels(markers) { ourLabel, theirLabel in
+                        if markers != nil {
+                            options.our_label = ourLabel
+                            options.their_label = theirLabel
+                            options.flags |= GIT_MERGE_FILE_ACCEPT_CONFLICTS.rawValue
+                        }
+                        var result = git_merge_file_result()
+                        guard git_merge_file(&result, &ancestorInput, &oursInput, &theirsInput, &options) == 0 else { return .conflict }
+                        defer { git_merge_file_result_free(&result) }
+                        guard result.automergeable != 0 || markers != nil else { return .conflict }
+                        guard let pointer = result.ptr else { return .merged([]) }
+                        return .merged(pointer.withMemoryRebound(to: UInt8.self, capacity: result.len) { [UInt8](UnsafeBufferPointer(start: $0, count: result.len)) })
+                    }
                 }
             }
         }
+    }
+
+    private static func withLabels(_ labels: (ours: String, theirs: String)?, _ body: (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Outcome) -> Outcome {
+        guard let labels else { return body(nil, nil) }
+        return labels.ours.withCString { ours in labels.theirs.withCString { theirs in body(ours, theirs) } }
     }
 
     private static func input(_ bytes: UnsafeBufferPointer<UInt8>) -> git_merge_file_input {

@@ -12,7 +12,7 @@ import Synchronization
 /// Runs one mount in the foreground: replica, file tree, sync engine and the libfuse
 /// session, until SIGTERM/SIGINT or an external unmount.
 public enum MountRunner {
-    public static func run(mountpoint: String, client: NotesClient, cacheDirectory: String, logger: Logger) async throws {
+    public static func run(mountpoint: String, client: NotesClient, cacheDirectory: String, conflictMarkers: Bool = false, logger: Logger) async throws {
         try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
         let account = try await accountName(client: client, cacheDirectory: cacheDirectory, logger: logger)
         let replica = try Replica(path: "\(cacheDirectory)/\(account).replica.sqlite")
@@ -23,7 +23,7 @@ public enum MountRunner {
         let tree = try NoteTree(account: account, replica: replica, cacheDirectory: cacheDirectory) {
             engineBox.withLock { $0 }?.requestUpload()
         }
-        let engine = SyncEngine(client: client, replica: replica, tree: tree, logger: logger)
+        let engine = SyncEngine(client: client, replica: replica, tree: tree, logger: logger, conflictMarkers: conflictMarkers)
         engineBox.withLock { $0 = engine }
 
         let mount = FuseMount(mountpoint: mountpoint, fileSystem: tree)

@@ -38,7 +38,9 @@ extension SyncEngine {
         if ours == theirs {
             merged = ours
         } else if local.recordType == .note, server.recordType == .note, let baseBody = base?.body,
-                  case .merged(let result) = ThreeWayMerge.merge(base: Array(baseBody.utf8), ours: ours, theirs: theirs) {
+                  case .merged(let result) = ThreeWayMerge.merge(
+                      base: Array(baseBody.utf8), ours: ours, theirs: theirs,
+                      markers: conflictMarkers ? ("\(tree.account) (here)", server.modifiedBy) : nil) {
             merged = result
         } else {
             merged = nil

@@ -34,7 +34,12 @@ public final class SyncEngine: Sendable {
     /// which a fetch already under way would write over.
     let refetchZones = Mutex<Set<ZoneID>>([])
 
-    public init(client: NotesClient, replica: Replica, tree: NoteTree, logger: Logger) {
+    /// Overlapping edits go into the note between git's conflict markers instead of
+    /// into a conflict copy (`notes mount --conflict-markers`).
+    let conflictMarkers: Bool
+
+    public init(client: NotesClient, replica: Replica, tree: NoteTree, logger: Logger, conflictMarkers: Bool = false) {
+        self.conflictMarkers = conflictMarkers
         self.client = client
         self.replica = replica
         self.tree = tree

@@ -15,7 +15,10 @@ struct Mount: AsyncParsableCommand {
         discussion: """
             Runs in the background unless --foreground is given; `notes unmount DIR` (or \
             `fusermount3 -u DIR`) ends it. Reads come from a local replica in the cache \
-            folder, so the mount keeps working while notesd is away; saves are uploaded at once.
+            folder, so the mount keeps working while notesd is away; saves are uploaded at once. \
+            Edits made here and elsewhere are merged; where they touch the same lines the note \
+            keeps the other version and yours goes beside it as "plan (conflict, you, date).md" \
+            (listed by `notes status`), or, with --conflict-markers, both go into the note.
 
             Example:
               notes mount ~/Notes && ls ~/Notes/private
@@ -33,6 +36,9 @@ struct Mount: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
+    @Flag(help: "When your edits and someone else's touch the same lines, put both into the note between git-style <<<<<<< markers instead of keeping yours in a conflict copy.")
+    var conflictMarkers = false
+
     @OptionGroup var options: ClientOptions
 
     func run() async throws {
@@ -45,7 +51,7 @@ struct Mount: AsyncParsableCommand {
                 var logger = Logger(label: "notes.mount")
                 logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
                 do {
-                    try await MountRunner.run(mountpoint: mountpoint, client: options.client(), cacheDirectory: cache, logger: logger)
+                    try await MountRunner.run(mountpoint: mountpoint, client: options.client(), cacheDirectory: cache, conflictMarkers: conflictMarkers, logger: logger)
                 } catch let error as NotesError {
                     throw error
                 } catch {

@@ -32,6 +32,19 @@ struct ThreeWayMergeTests {
         #expect(ThreeWayMerge.merge(base: Array(base.utf8), ours: Array(ours.utf8), theirs: Array(theirs.utf8)) == .conflict)
     }
 
+    @Test("asked for, overlapping edits come back with git's markers and both sides' lines")
+    func markersWhenAsked() throws {
+        let ours = base.replacingOccurrences(of: "tuesday: test", with: "tuesday: test twice")
+        let theirs = base.replacingOccurrences(of: "tuesday: test", with: "tuesday: rest")
+        let outcome = ThreeWayMerge.merge(base: Array(base.utf8), ours: Array(ours.utf8), theirs: Array(theirs.utf8), markers: ("bob", "alice"))
+        guard case .merged(let bytes) = outcome else {
+            Issue.record("no merge with markers: \(outcome)")
+            return
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text == "# Plan\n\nmonday: write\n<<<<<<< bob\ntuesday: test twice\n=======\ntuesday: rest\n>>>>>>> alice\nwednesday: ship\n")
+    }
+
     @Test("one side unchanged takes the other; the same edit on both sides is one edit")
     func trivial() {
         #expect(merge(base, "changed\n") == "changed\n")

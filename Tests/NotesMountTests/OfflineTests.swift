@@ -60,6 +60,30 @@ struct OfflineTests {
         #expect((Self.status(loserMount, people.daemon)?["conflicts"] as? [String])?.isEmpty == true)
     }
 
+    @Test func conflictMarkersWhenTheUserAsksForThem() async throws {
+        // Given alice's offline edit of a line of the shared plan, queued when her mount stops
+        let people = try await TwoMounts(mountBob: true)
+        let team = try await Self.sharedTeam(people, files: ["plan.md": "one\ntwo\nthree\n"])
+        try await people.daemon.stop()
+        #expect(Shell.run("sed -i 's/^two$/two by alice/' plan.md", in: team.alice).status == 0)
+        #expect(people.aliceMount.stop())
+        // and bob's edit of the same line once notesd is back
+        try await people.daemon.restart()
+        #expect(await eventually(20) { Self.status(people.bobMount!, people.daemon)?["daemon"] as? String == "online" })
+        #expect(Shell.run("sed -i 's/^two$/two by bob/' plan.md", in: team.bob).status == 0)
+        #expect(await eventually { (try? await people.alice.zoneChanges(Self.work, since: nil).records.contains { $0.body == "one\ntwo by bob\nthree\n" }) == true })
+
+        // When alice's mount comes back with --conflict-markers
+        people.aliceMount.extraArguments = ["--conflict-markers"]
+        try people.aliceMount.start()
+
+        // Then the note holds both lines between markers, on both mounts, and no copy is made
+        let marked = "one\n<<<<<<< alice (here)\ntwo by alice\n=======\ntwo by bob\n>>>>>>> bob\nthree\n"
+        #expect(await eventually(20) { fileText("\(team.alice)/plan.md") == marked && fileText("\(team.bob)/plan.md") == marked },
+                "alice sees \(fileText("\(team.alice)/plan.md") ?? "nothing")")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: team.alice)) ?? []) == ["plan.md"])
+    }
+
     @Test func renamesDeletesAndFolderRemovalsReplayAfterOfflineWork() async throws {
         // Given the shared folder Team with notes and a subfolder Old
         let people = try await TwoMounts(mountBob: true)

@@ -16,6 +16,8 @@ public final class MountProcess: @unchecked Sendable {
     let daemon: DaemonProcess
     let token: String?
     public private(set) var process = Process()
+    /// More `notes mount` options for the next `start()` (`--conflict-markers`).
+    public var extraArguments: [String] = []
 
     /// Whether the cache folder is a tmpfs of its own (unmounted at the end).
     let cacheOnTmpfs: Bool
@@ -47,7 +49,7 @@ public final class MountProcess: @unchecked Sendable {
     public func start() throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.notesBinary)
-        process.arguments = ["mount", mountpoint, "--foreground", "--cache-dir", cacheDir, "--socket", daemon.socket, "--log-level", "debug"]
+        process.arguments = ["mount", mountpoint, "--foreground", "--cache-dir", cacheDir, "--socket", daemon.socket, "--log-level", "debug"] + extraArguments
         var environment = ProcessInfo.processInfo.environment
         environment["NOTES_TOKEN"] = token
         process.environment = environment

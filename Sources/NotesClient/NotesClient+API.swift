@@ -65,7 +65,8 @@ extension NotesClient {
                 if let error = try? NotesJSON.decoder().decode(NotesJSON.ErrorBody.self, from: Data(data)) { throw error.notesError }
                 throw NotesError(.internalError, "notesd answered HTTP \(response.status.code) without an error body.")
             }
-            let page = try decode(data, fast: RecordJSONReader.readZoneChanges)
+            let decoded = await OffLoop.run { [self] in Result { () throws(NotesError) in try self.decode(data, fast: RecordJSONReader.readZoneChanges) } }
+            let page = try decoded.get()
             do {
                 try await body(page)
             } catch {

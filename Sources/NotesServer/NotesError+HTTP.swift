@@ -33,10 +33,14 @@ extension NotesError: HTTPResponseError {
 enum JSONResponse {
     /// A response whose JSON body is already written.
     static func raw(_ bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
+        raw(ByteBuffer(bytes: bytes), status: status)
+    }
+
+    static func raw(_ buffer: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            body: .init(byteBuffer: buffer))
     }
 
     static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {

@@ -44,7 +44,8 @@ struct RecordController {
             let changes = try await store.zoneChanges(body.zone, since: body.since, limit: body.limit ?? Limits.defaultChangesPage, actor: actor)
             // The next token in headers too: a client can ask for the next page while it
             // still reads this one (`NotesClient.forEachZoneChangePage`).
-            var response = JSONResponse.raw(RecordJSONWriter.encode(changes))
+            let page = await OffLoop.run { ByteBuffer(bytes: RecordJSONWriter.encode(changes)) }
+            var response = JSONResponse.raw(page)
             response.headers[.notesChangeToken] = changes.changeToken
             response.headers[.notesMoreComing] = changes.moreComing ? "true" : "false"
             return response

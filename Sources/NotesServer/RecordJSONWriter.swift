@@ -104,30 +104,58 @@ enum RecordJSONWriter {
     }
 
     /// A JSON string: quotes, backslashes and control characters escaped, everything
-    /// else (UTF-8 included) copied as is.
+    /// else (UTF-8 included) copied as is. Runs without anything to escape (nearly all of
+    /// a note) are found eight bytes at a time and copied whole.
     static func string(_ value: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return }
+            let count = bytes.count
             var start = 0
-            for index in bytes.indices {
-                let byte = bytes[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
-                start = index + 1
-                switch byte {
-                case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-                case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-                case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-                case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-                case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-                default:
-                    let hex = Array("0123456789abcdef".utf8)
-                    out += Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            var index = 0
+            while index < count {
+                if index + 8 <= count, !needsEscape(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) {
+                    index += 8
+                    continue
                 }
+                let byte = base[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                    index += 1
+                    continue
+                }
+                out.append(contentsOf: UnsafeBufferPointer(start: base + start, count: index - start))
+                index += 1
+                start = index
+                escape(byte, into: &out)
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count]))
+            out.append(contentsOf: UnsafeBufferPointer(start: base + start, count: count - start))
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of eight bytes is a control character, a quote or a backslash (the
+    /// classic "has zero byte" and "has byte less than" tests; exact about whether, not
+    /// about which).
+    @inline(__always)
+    private static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
+        let control = (word &- ones &* 0x20) & ~word & highs
+        return (control | hasZero(word ^ (ones &* 0x22)) | hasZero(word ^ (ones &* 0x5C))) != 0
+    }
+
+    private static func escape(_ byte: UInt8, into out: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+        case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+        case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+        case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+        case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+        default:
+            let hex = Array("0123456789abcdef".utf8)
+            out += Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+        }
     }
 }

@@ -120,7 +120,7 @@ extension SQLiteStore {
     public func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> ZoneChanges {
         let limit = min(max(limit, 1), Limits.maxChangesPage)
         let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
-        return try await read { db in
+        return try await readAside { db in
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
             let current = try Self.currentSeq(db)
             let since = parsed?.seq ?? 0

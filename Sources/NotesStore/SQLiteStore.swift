@@ -64,6 +64,23 @@ public final class SQLiteStore: RecordStore {
         }
     }
 
+    /// A read that takes milliseconds (a page of thousands of changes), on a Dispatch
+    /// queue: the caller's thread may be the event loop that is still sending the
+    /// previous page, which the client is waiting to read.
+    func readAside<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(NotesError) -> T {
+        let pool = self.pool
+        let outcome: Result<T, any Error> = await withCheckedContinuation { continuation in
+            Self.asideQueue.async { continuation.resume(returning: Result { try pool.read(body) }) }
+        }
+        do {
+            return try outcome.get()
+        } catch {
+            throw convert(error)
+        }
+    }
+
+    private static let asideQueue = DispatchQueue(label: "notesd.long-reads", qos: .userInitiated, attributes: .concurrent)
+
     /// A synchronous write transaction, on the calling thread when the writer is free.
     private func writeNow<T>(_ body: (Database) throws -> T) throws -> T {
         try pool.write(body)

@@ -28,6 +28,9 @@ final class DaemonUnderTest {
     }
 
     /// VmRSS of the daemon, from /proc.
+    /// CPU seconds notesd has used so far.
+    func cpuSeconds() -> Double { notes_bench.cpuSeconds(of: process.processIdentifier) }
+
     func residentMegabytes() -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),

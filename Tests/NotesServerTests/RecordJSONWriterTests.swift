@@ -24,4 +24,22 @@ import Testing
         // And it is valid JSON for any parser, not only ours.
         #expect(try JSONSerialization.jsonObject(with: Data(fast)) is [String: Any])
     }
+
+    @Test func escapesAtEveryPositionOfTheEightByteScan() throws {
+        // Every special character at every offset around the 8-byte words, in ASCII and
+        // among multi-byte characters, must come back as written.
+        let specials: [Character] = ["\"", "\\", "\n", "\u{0}", "\u{1f}", "\t"]
+        for filler in ["abcdefghijklmnopq", "é日本🎉xyzéé日本🎉"] {
+            for special in specials {
+                for offset in 0...filler.count {
+                    var text = filler
+                    text.insert(special, at: text.index(text.startIndex, offsetBy: offset))
+                    var out: [UInt8] = []
+                    RecordJSONWriter.string(text, into: &out)
+                    let back = try JSONSerialization.jsonObject(with: Data(out), options: .fragmentsAllowed) as? String
+                    #expect(back == text, "\(text.debugDescription) came back as \(String(describing: back?.debugDescription))")
+                }
+            }
+        }
+    }
 }

@@ -40,6 +40,8 @@ let package = Package(
             dependencies: [
                 "NotesModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API itself, for writing change pages from column buffers.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -46,3 +46,17 @@ public struct ChangeNotice: Sendable, Codable, Equatable, Hashable {
         self.zone = zone
     }
 }
+
+/// A page of changes already written as the JSON of `ZoneChanges`, with the token and
+/// flag that also travel as HTTP headers.
+public struct EncodedZoneChanges: Sendable {
+    public var json: [UInt8]
+    public var changeToken: String
+    public var moreComing: Bool
+
+    public init(json: [UInt8], changeToken: String, moreComing: Bool) {
+        self.json = json
+        self.changeToken = changeToken
+        self.moreComing = moreComing
+    }
+}

@@ -14,7 +14,12 @@ public enum ISO8601 {
     /// Appends the 24 bytes of `string(from:)` without building a `String`, for
     /// writers that produce JSON bytes directly.
     public static func append(_ date: Date, to bytes: inout [UInt8]) {
-        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        append(secondsSince1970: date.timeIntervalSince1970, to: &bytes)
+    }
+
+    /// `append(_:to:)` for a time as stored (seconds since 1970), without a `Date`.
+    public static func append(secondsSince1970 seconds: Double, to bytes: inout [UInt8]) {
+        let totalMilliseconds = Int64((seconds * 1000).rounded(.down))
         var days = totalMilliseconds >= 0 ? totalMilliseconds / 86_400_000 : (totalMilliseconds - 86_399_999) / 86_400_000
         let msOfDay = totalMilliseconds - days * 86_400_000
         // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

@@ -35,6 +35,9 @@ public protocol RecordStore: Sendable {
     func records(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> [Record]
     /// Changes of a zone since `token` (`nil`: everything), at most `limit` items a page.
     func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> ZoneChanges
+    /// The same page as `zoneChanges`, written as JSON; a store may write it straight
+    /// from its rows (the default encodes the values).
+    func zoneChangesJSON(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> EncodedZoneChanges
     /// Zones of a scope changed since `token` (`nil`: all of them).
     func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges
     /// Every kept version of a record, newest first.
@@ -68,5 +71,12 @@ extension RecordStore {
     /// Accepts without a password (invitations, and public links that have none).
     public func acceptShare(urlToken: String, actor: String) async throws(NotesError) -> Share {
         try await acceptShare(urlToken: urlToken, password: nil, actor: actor)
+    }
+}
+
+extension RecordStore {
+    public func zoneChangesJSON(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> EncodedZoneChanges {
+        let changes = try await zoneChanges(zone, since: token, limit: limit, actor: actor)
+        return EncodedZoneChanges(json: RecordJSONWriter.encode(changes), changeToken: changes.changeToken, moreComing: changes.moreComing)
     }
 }

@@ -41,11 +41,10 @@ struct RecordController {
             let actor = try context.account().name
             var request = request
             let body = try await request.decodeJSON(API.ZoneChangesQuery.self)
-            let changes = try await store.zoneChanges(body.zone, since: body.since, limit: body.limit ?? Limits.defaultChangesPage, actor: actor)
+            let changes = try await store.zoneChangesJSON(body.zone, since: body.since, limit: body.limit ?? Limits.defaultChangesPage, actor: actor)
             // The next token in headers too: a client can ask for the next page while it
             // still reads this one (`NotesClient.forEachZoneChangePage`).
-            let page = await OffLoop.run { ByteBuffer(bytes: RecordJSONWriter.encode(changes)) }
-            var response = JSONResponse.raw(page)
+            var response = JSONResponse.raw(changes.json)
             response.headers[.notesChangeToken] = changes.changeToken
             response.headers[.notesMoreComing] = changes.moreComing ? "true" : "false"
             return response

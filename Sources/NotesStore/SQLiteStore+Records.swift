@@ -121,62 +121,58 @@ extension SQLiteStore {
         let limit = min(max(limit, 1), Limits.maxChangesPage)
         let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
         return try await readAside { db in
-            let access = try ZoneAccess.load(db, zone: zone, actor: actor)
-            let current = try Self.currentSeq(db)
-            let since = parsed?.seq ?? 0
-            if let parsed {
-                if parsed.epoch != access.epoch {
-                    throw NotesError(.changeTokenExpired, "The zone \(zone.name) was deleted and created again; fetch all its records from scratch.")
-                }
-                if parsed.membership != access.membershipSeq {
-                    throw NotesError(.changeTokenExpired, "Your access to \(zone.owner)'s notes changed; fetch all records from scratch.")
-                }
-                if parsed.seq > current {
-                    throw NotesError(.invalidArguments, "The change token is not one this server issued; fetch without a token to start over.")
-                }
-            }
-            var recordFilter = "owner = ? AND zone = ? AND seq > ?"
-            var tombstoneFilter = recordFilter + " AND kind = 'deleted'"
-            var arguments: StatementArguments = [zone.owner, zone.name, since]
-            if !access.isOwner {
-                let shares = access.readableShares
-                let placeholders = Array(repeating: "?", count: shares.count).joined(separator: ",")
-                recordFilter += " AND share_id IN (\(placeholders))"
-                tombstoneFilter = "owner = ? AND zone = ? AND seq > ? AND share_id IN (\(placeholders))"
-                arguments += StatementArguments(shares)
-            }
+            let query = try ChangeQuery(db, zone: zone, since: parsed, limit: limit, actor: actor)
             var records: [(seq: Int64, record: NotesModel.Record)] = []
             records.reserveCapacity(limit + 1)
-            let cursor = try Row.fetchCursor(db.cachedStatement(sql: "SELECT \(StoredRecord.columns) FROM records WHERE \(recordFilter) ORDER BY seq LIMIT \(limit + 1)"), arguments: arguments)
+            let cursor = try Row.fetchCursor(db.cachedStatement(sql: query.recordSQL), arguments: query.arguments)
             while let row = try cursor.next() {
-                let record = StoredRecord.record(fromColumns: row, zone: zone)
-                records.append((seq: row[9], record: record))
+                records.append((seq: row[9], record: StoredRecord.record(fromColumns: row, zone: zone)))
             }
-            let tombstones = try Row.fetchAll(db.cachedStatement(sql: "SELECT record_name, seq FROM tombstones WHERE \(tombstoneFilter) ORDER BY seq LIMIT \(limit + 1)"), arguments: arguments)
-                .map { (seq: $0["seq"] as Int64, name: $0["record_name"] as String) }
-            return Self.page(records: records, tombstones: tombstones, limit: limit, token: { seq in
-                ZoneChangeToken(epoch: access.epoch, seq: seq, membership: access.membershipSeq).encoded
-            }, current: current)
+            let tombstones = try query.tombstones(db)
+            let end = query.end(recordSeqs: records.map(\.seq), tombstones: tombstones)
+            let pageRecords = records.prefix { $0.seq <= end.cut }.map(\.record)
+            let deleted = ChangeQuery.deleted(tombstones, upTo: end.cut, present: Set(pageRecords.map(\.recordName)))
+            return ZoneChanges(records: pageRecords, deleted: deleted, changeToken: query.token(end.cut), moreComing: end.moreComing)
         }
     }
 
-    /// Merges records and tombstones in change order and cuts a page of `limit`.
-    /// A tombstone of a record that exists again later in the page is dropped, so a
-    /// client never deletes what it should keep.
-    static func page(records: [(seq: Int64, record: NotesModel.Record)], tombstones: [(seq: Int64, name: String)], limit: Int,
-                     token: (Int64) -> String, current: Int64) -> ZoneChanges {
-        var seqs = records.map(\.seq) + tombstones.map(\.seq)
-        seqs.sort()
-        let moreComing = seqs.count > limit
-        let cut = moreComing ? seqs[limit - 1] : current
-        let pageRecords = records.filter { $0.seq <= cut }.map(\.record)
-        let present = Set(pageRecords.map(\.recordName))
-        var deleted: [String] = []
-        var seen = Set<String>()
-        for tombstone in tombstones where tombstone.seq <= cut && !present.contains(tombstone.name) && seen.insert(tombstone.name).inserted {
-            deleted.append(tombstone.name)
+    /// The same page as `zoneChanges`, written as JSON straight from SQLite's column
+    /// buffers: no `Record` values or `String`s in between.
+    public func zoneChangesJSON(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> EncodedZoneChanges {
+        let limit = min(max(limit, 1), Limits.maxChangesPage)
+        let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
+        return try await readAside { db in
+            let query = try ChangeQuery(db, zone: zone, since: parsed, limit: limit, actor: actor)
+            // Tombstones first: only when there are some must record names be kept.
+            let tombstones = try query.tombstones(db)
+            var out = RecordJSONWriter.pageStart
+            out.reserveCapacity(limit * 1_400)
+            var seqs: [Int64] = []
+            var ends: [Int] = []
+            var names: [String] = []
+            seqs.reserveCapacity(limit + 1)
+            ends.reserveCapacity(limit + 1)
+            var zoneJSON: [UInt8] = []
+            RecordJSONWriter.zone(zone, into: &zoneJSON)
+            let statement = try db.cachedStatement(sql: query.recordSQL)
+            let writer = RecordRowJSON(statement: statement.sqliteStatement, zoneJSON: zoneJSON)
+            // The cursor steps the statement; the writer reads its current row.
+            let cursor = try Row.fetchCursor(statement, arguments: query.arguments)
+            while try cursor.next() != nil {
+                if !seqs.isEmpty { out.append(UInt8(ascii: ",")) }
+                writer.write(into: &out)
+                seqs.append(writer.seq)
+                ends.append(out.count)
+                if !tombstones.isEmpty { names.append(writer.recordName) }
+            }
+            let end = query.end(recordSeqs: seqs, tombstones: tombstones)
+            let kept = seqs.prefix { $0 <= end.cut }.count
+            out.removeSubrange((kept == 0 ? RecordJSONWriter.pageStart.count : ends[kept - 1])...)
+            let deleted = tombstones.isEmpty ? [] : ChangeQuery.deleted(tombstones, upTo: end.cut, present: Set(names.prefix(kept)))
+            let token = query.token(end.cut)
+            RecordJSONWriter.finishPage(&out, changeToken: token, deleted: deleted, moreComing: end.moreComing)
+            return EncodedZoneChanges(json: out, changeToken: token, moreComing: end.moreComing)
         }
-        return ZoneChanges(records: pageRecords, deleted: deleted, changeToken: token(cut), moreComing: moreComing)
     }
 
     public func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges {

@@ -1,5 +1,4 @@
 import Foundation
-@testable import NotesServer
 import NotesModel
 import Testing
 
@@ -35,7 +34,7 @@ import Testing
                     var text = filler
                     text.insert(special, at: text.index(text.startIndex, offsetBy: offset))
                     var out: [UInt8] = []
-                    RecordJSONWriter.string(text, into: &out)
+                    JSONBytes.string(text, into: &out)
                     let back = try JSONSerialization.jsonObject(with: Data(out), options: .fragmentsAllowed) as? String
                     #expect(back == text, "\(text.debugDescription) came back as \(String(describing: back?.debugDescription))")
                 }

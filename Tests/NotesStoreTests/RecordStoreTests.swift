@@ -83,6 +83,44 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases)
+    func changePagesAsJSONAreThePagesAsValues(_ backend: Backend) async throws {
+        // Given notes with every kind of text, a file, folders, deletes, moves and a share
+        let f = try await Fixture(backend)
+        try await f.folder("work", "Work")
+        try await f.folder("sub", "Sub \"quoted\"", parent: "work")
+        try await f.save((0..<9).map { RecordSave(recordName: "n\($0)", recordType: .note, name: "\($0) é.md", parent: $0 % 2 == 0 ? "sub" : nil,
+                                                  body: "line \($0)\n\t\"quote\" \\ back \u{1} 日本 🎉 " + String(repeating: "x", count: $0 * 7)) })
+        try await f.save([RecordSave(recordName: "pic", recordType: .file, name: "pic.png", bytes: Data([0, 1, 2, 250, 255]))])
+        try await f.note("empty", "empty.md", body: "")
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "n1"), RecordDelete(recordName: "n3")]), actor: Fixture.alice)
+        try await f.note("n1", "back again.md", body: "again")
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "work", participants: [Invitee(name: Fixture.bob, permission: .readWrite)]), actor: Fixture.alice)
+        _ = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.bob)
+
+        // Then for the owner and the participant, page by page, the JSON says what the values say
+        for actor in [Fixture.alice, Fixture.bob] {
+            for limit in [1, 3, 7, 100] {
+                var token: String?
+                var pages = 0
+                while true {
+                    let values = try await f.store.zoneChanges(f.aliceZone, since: token, limit: limit, actor: actor)
+                    let encoded = try await f.store.zoneChangesJSON(f.aliceZone, since: token, limit: limit, actor: actor)
+                    let decoded = try NotesJSON.decoder().decode(ZoneChanges.self, from: Data(encoded.json))
+                    // (through Codable JSON too: times travel with milliseconds)
+                    let viaCodable = try NotesJSON.decoder().decode(ZoneChanges.self, from: NotesJSON.encoder().encode(values))
+                    #expect(decoded == viaCodable, "\(actor), limit \(limit), page \(pages)")
+                    #expect(encoded.changeToken == values.changeToken && encoded.moreComing == values.moreComing)
+                    #expect(try JSONSerialization.jsonObject(with: Data(encoded.json)) is [String: Any])
+                    token = values.changeToken
+                    pages += 1
+                    if !values.moreComing || pages > 40 { break }
+                }
+                #expect(pages > (limit == 1 ? 2 : 0))
+            }
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
     func changesArePagedWithTombstones(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         try await f.save((0..<25).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "\($0)") })

@@ -1,0 +1,78 @@
+import Foundation
+import GRDBSQLite
+import NotesModel
+
+/// Writes the JSON of the record on the current row of a statement that selects
+/// `StoredRecord.columns`, as `RecordJSONWriter.record` would write the `Record`, from
+/// SQLite's column buffers themselves: no `Record`, `String` or `Data` in between.
+/// `zoneJSON` is the record's last member, the same for a whole page.
+struct RecordRowJSON {
+    let statement: OpaquePointer
+    let zoneJSON: [UInt8]
+
+    func write(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let body = column(4) {
+            JSONBytes.key("body", into: &out)
+            JSONBytes.string(body, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        if let bytes = column(5) {
+            JSONBytes.field("bytes", Data(bytes).base64EncodedString(), into: &out)
+        }
+        JSONBytes.key("changeTag", into: &out)
+        Self.base36(sqlite3_column_int64(statement, 9), into: &out)
+        JSONBytes.date("createdAt", secondsSince1970: sqlite3_column_double(statement, 6), into: &out)
+        JSONBytes.date("modifiedAt", secondsSince1970: sqlite3_column_double(statement, 7), into: &out)
+        text(8, "modifiedBy", into: &out)
+        text(2, "name", into: &out)
+        if let parent = column(3), !parent.isEmpty {
+            JSONBytes.key("parent", into: &out)
+            JSONBytes.string(parent, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        text(0, "recordName", into: &out)
+        text(1, "recordType", into: &out)
+        if let share = column(10) {
+            JSONBytes.key("shareID", into: &out)
+            JSONBytes.string(share, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: zoneJSON)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// The record's seq (its change tag's number) and name, for cutting the page.
+    var seq: Int64 { sqlite3_column_int64(statement, 9) }
+    var recordName: String { column(0).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+
+    /// A column's bytes (valid until the statement steps), or `nil` for NULL.
+    private func column(_ index: Int32) -> UnsafeRawBufferPointer? {
+        guard sqlite3_column_type(statement, index) != SQLITE_NULL else { return nil }
+        let pointer = sqlite3_column_blob(statement, index)
+        let count = Int(sqlite3_column_bytes(statement, index))
+        return UnsafeRawBufferPointer(start: pointer, count: count)
+    }
+
+    /// `"name":"…",` from a text column that is never NULL.
+    private func text(_ index: Int32, _ name: StaticString, into out: inout [UInt8]) {
+        JSONBytes.key(name, into: &out)
+        JSONBytes.string(column(index) ?? UnsafeRawBufferPointer(start: nil, count: 0), into: &out)
+        out.append(UInt8(ascii: ","))
+    }
+
+    /// `"…",` with `StoredRecord.changeTag(value)`: the number in base 36.
+    private static func base36(_ value: Int64, into out: inout [UInt8]) {
+        let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
+        var number = UInt64(bitPattern: value)
+        var reversed: [UInt8] = []
+        repeat {
+            reversed.append(digits[Int(number % 36)])
+            number /= 36
+        } while number > 0
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: reversed.reversed())
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ","))
+    }
+}

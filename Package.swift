@@ -160,7 +160,11 @@ let package = Package(
         .testTarget(name: "NotesExportTests", dependencies: ["NotesExport"], exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(name: "NotesMergeTests", dependencies: ["NotesMerge"], swiftSettings: strictSettings),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),
-        .testTarget(name: "NotesStoreTests", dependencies: ["NotesModel", "NotesStore"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "NotesStoreTests",
+            dependencies: ["NotesModel", "NotesStore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
         // Real notesd and mount processes for the tests of every target that needs them.
         .target(
             name: "NotesTestSupport",

@@ -18,11 +18,12 @@ public final class SQLiteStore: RecordStore {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute()
-        }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // After opening: GRDB sets its pools' writer to `synchronous = NORMAL` once
+            // `prepareDatabase` has run, which would let a power cut take the last
+            // acknowledged writes. The writer connection keeps this for its lifetime.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Migrations.migrator.migrate(pool)
         } catch {
             throw NotesError(.serviceUnavailable, "Cannot open the database at \(path): \(error). Check that the data directory exists and is writable.")

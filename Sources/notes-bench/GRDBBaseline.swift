@@ -9,9 +9,9 @@ struct GRDBBaseline {
     let pool: DatabasePool
 
     init(path: String) throws {
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        pool = try DatabasePool(path: path, configuration: configuration)
+        pool = try DatabasePool(path: path)
+        // As in notesd: after opening, since GRDB sets its writer to NORMAL.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         try pool.write { db in
             try db.execute(sql: """
                 CREATE TABLE records (

@@ -35,7 +35,10 @@ extension SyncEngine {
         let ours = change.content ?? []
         let theirs = server.recordType == .file ? [UInt8](server.bytes ?? Data()) : Array((server.body ?? "").utf8)
         let merged: [UInt8]?
-        if ours == theirs {
+        if ours == theirs || (local.changeTag == nil && server.modifiedBy == tree.account) {
+            // The same text, or a record this mount created whose upload went through
+            // but whose answer was lost (notesd stopped right after committing): the
+            // server holds this mount's own earlier state, nothing of anyone else's.
             merged = ours
         } else if local.recordType == .note, server.recordType == .note, let baseBody = base?.body,
                   case .merged(let result) = ThreeWayMerge.merge(

@@ -51,6 +51,8 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     /// Mounts at `mountpoint`; throws with the system's reason when it cannot.
     public func mount() throws(FileSystemError) {
         var arguments = ["notes", "-o", "fsname=notes,subtype=notes"]
+        // NOTES_FUSE_DEBUG=1 has libfuse print every request and reply to standard error.
+        if getenv("NOTES_FUSE_DEBUG") != nil { arguments.append("-d") }
         let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: arguments.count + 1)
         for (index, argument) in arguments.enumerated() { argv[index] = strdup(argument) }
         argv[arguments.count] = nil

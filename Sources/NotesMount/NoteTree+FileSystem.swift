@@ -105,7 +105,7 @@ extension NoteTree: FileSystem {
                 throw Errno.of(error)
             }
             state.zones[zone] = .private
-            return Self.zoneContainer(&state, zone, scope: .private)
+            return Self.zoneContainer(&state, zone, scope: .private, announce: false)
         } else {
             guard let (zone, parentRecord) = Self.container(state, parent) else { throw Failure(EACCES) }
             let key: RecordKey

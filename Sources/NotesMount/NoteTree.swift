@@ -87,6 +87,9 @@ public final class NoteTree: Sendable {
             }
             var invalidations: [Invalidation] = []
             Self.place(&state, loaded.records, invalidations: &invalidations)
+            // The kernel knows nothing yet: nothing to invalidate (and an entry
+            // invalidated later, once looked up, would cut off whoever stands in it).
+            state.pendingInvalidations = []
         }
     }
 
@@ -109,24 +112,29 @@ public final class NoteTree: Sendable {
 
     /// The folder node that shows the root of `zone`, made on first use: `private/`
     /// for the default zone, `private/<zone>/`, or `shared/<owner>/<zone>/`.
-    static func zoneContainer(_ state: inout State, _ zone: ZoneID, scope: DatabaseScope) -> Inode {
+    /// - Parameter announce: queue invalidations for the kernel (not for a folder the
+    ///   kernel itself is making with `mkdir`: it learns of it from the reply, and an
+    ///   entry invalidated after that would unhash the folder under whoever is in it).
+    static func zoneContainer(_ state: inout State, _ zone: ZoneID, scope: DatabaseScope, announce: Bool = true) -> Inode {
         if scope == .private && zone.isDefault { return InodeNumbers.privateRoot }
         let parent = scope == .private ? InodeNumbers.privateRoot : ownerFolder(&state, zone.owner)
-        return folder(&state, inode: InodeNumbers.zoneFolder(zone), kind: .zoneFolder(zone), name: zone.name, parent: parent)
+        return folder(&state, inode: InodeNumbers.zoneFolder(zone), kind: .zoneFolder(zone), name: zone.name, parent: parent, announce: announce)
     }
 
     static func ownerFolder(_ state: inout State, _ owner: String) -> Inode {
         folder(&state, inode: InodeNumbers.ownerFolder(owner), kind: .ownerFolder(owner), name: owner, parent: InodeNumbers.sharedRoot)
     }
 
-    private static func folder(_ state: inout State, inode: Inode, kind: NodeKind, name: String, parent: Inode) -> Inode {
+    private static func folder(_ state: inout State, inode: Inode, kind: NodeKind, name: String, parent: Inode, announce: Bool = true) -> Inode {
         if state.nodes[inode] == nil {
             let now = Date().timeIntervalSince1970
             state.nodes[inode] = Node(inode: inode, parent: parent, name: name, kind: kind, isDirectory: true, modified: now, changed: now, accessed: now)
         }
         if !state.nodes[inode]!.attached || state.nodes[parent]?.children[name] != inode {
-            state.pendingInvalidations.append(.entry(parent, name))
-            state.pendingInvalidations.append(.content(parent))
+            if announce {
+                state.pendingInvalidations.append(.entry(parent, name))
+                state.pendingInvalidations.append(.content(parent))
+            }
             state.nodes[inode]!.attached = true
             state.nodes[inode]!.parent = parent
             state.nodes[parent]?.children[name] = inode
@@ -204,7 +212,8 @@ public final class NoteTree: Sendable {
                     node.remoteVersion += 1
                     // The next open looks the name up again, which gives the kernel the new
                     // size (it would otherwise put `>>` appends at the old end).
-                    if node.attached { invalidations.append(.entry(node.parent, node.name)) }
+                    // (Files only: an unhashed folder would cut off processes standing in it.)
+                    if node.attached && !node.isDirectory { invalidations.append(.entry(node.parent, node.name)) }
                 }
                 node.size = record.size
                 node.modified = record.modifiedAt

@@ -60,6 +60,26 @@ struct PosixTests {
         #expect(settled, "the server has \(names)")
     }
 
+    @Test func aFolderMadeOfflineStaysAWorkingDirectoryWhenItSyncs() async throws {
+        // Given a zone folder made with mkdir while notesd is away, and a shell standing in it
+        let people = try await TwoMounts()
+        try await people.daemon.stop()
+        #expect(Shell.run("mkdir Work", in: people.aliceMount.path("private")).status == 0)
+        let work = people.aliceMount.path("private/Work")
+        // (Debian's python itself, not a shim that would look the folder up again.)
+        let script = "import os, time\nos.chdir('\(work)')\ntime.sleep(3)\nprint(os.getcwd())\nopen('here.md', 'w').write('ok')\nprint(open('here.md').read())"
+        let standing = Task.detached { Shell.run("/usr/bin/python3 -c \"\(script)\"") }
+
+        // When notesd comes back and the folder is uploaded and seen on the server
+        try await Task.sleep(for: .milliseconds(300))
+        try await people.daemon.restart()
+        #expect(await eventually { (try? await people.alice.zones(scope: .private).map(\.id.name).contains("Work")) == true })
+
+        // Then the folder is still where the shell stands: getcwd works, relative paths too
+        let result = await standing.value
+        #expect(result.stdout == "\(work)\nok\n", "\(result)")
+    }
+
     @Test func offlineWritesSurviveUnmountAndUploadOnTheNextMount() async throws {
         // Given a mount whose daemon goes away
         let people = try await TwoMounts()

@@ -152,4 +152,8 @@ public protocol KernelCache: Sendable {
     func invalidateContent(of inode: Inode)
     /// Drops the cached lookup of `name` in `parent` (a name that appeared, moved or went away).
     func invalidateEntry(parent: Inode, name: String)
+    /// Looks a folder up by the path it moved to (relative to the mount), so the kernel
+    /// joins its folder object to the new name: processes standing in a folder that was
+    /// renamed elsewhere keep a working directory (`getcwd`).
+    func lookUpAgain(_ relativePath: String)
 }

@@ -2,6 +2,7 @@ import CFuse
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
+import Dispatch
 import Synchronization
 
 /// A mounted libfuse3 session that hands every kernel request to a `FileSystem`.
@@ -131,6 +132,16 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
                     if result != 0 && result != -ENOENT { fputs("notes: invalidating \(name) in \(parent) failed: \(result)\n", stderr) }
                 }
             }
+        }
+    }
+
+    public func lookUpAgain(_ relativePath: String) {
+        guard !stopping.load(ordering: .sequentiallyConsistent) else { return }
+        let path = "\(mountpoint)/\(relativePath)"
+        // Off the caller's thread: the lookup is a request this very process answers.
+        DispatchQueue.global().async {
+            var info = stat()
+            _ = stat(path, &info)
         }
     }
 

@@ -112,8 +112,13 @@ extension NoteTree {
 
     /// Where a record shows in the mount, relative to the mount's root (`private/plan.md`).
     public func path(of key: RecordKey) -> String? {
+        guard let inode = state.withLock({ $0.index[key] }) else { return nil }
+        return path(ofInode: inode)
+    }
+
+    func path(ofInode start: Inode) -> String? {
         state.withLock { state in
-            guard var inode = state.index[key] else { return nil }
+            var inode = start
             var names: [String] = []
             while inode != InodeNumbers.root {
                 guard let node = state.nodes[inode], node.attached else { return nil }

@@ -252,6 +252,7 @@ public final class NoteTree: Sendable {
                 // Moving, not leaving: the node must survive even if the kernel never looked it up.
                 detach(&state, inode, dropping: false)
                 invalidations.append(.entry(node.parent, node.name))
+                if node.isDirectory && node.lookups > 0 { invalidations.append(.relink(inode)) }
             }
             attach(&state, inode, parent: parent, name: record.name, invalidations: &invalidations)
         }
@@ -370,17 +371,24 @@ public final class NoteTree: Sendable {
     enum Invalidation: Hashable {
         case content(Inode)
         case entry(Inode, String)
+        /// A folder moved elsewhere: look it up at its new place (after the entries).
+        case relink(Inode)
     }
 
     /// Tells the kernel, outside the lock, what it must look up or read again.
     func invalidate(_ invalidations: [Invalidation]) {
         guard !invalidations.isEmpty, let cache = kernel.withLock({ $0 }) else { return }
         var seen = Set<Invalidation>()
+        var relinks: [Inode] = []
         for item in invalidations where seen.insert(item).inserted {
             switch item {
             case .content(let inode): cache.invalidateContent(of: inode)
             case .entry(let parent, let name): cache.invalidateEntry(parent: parent, name: name)
+            case .relink(let inode): relinks.append(inode)
             }
+        }
+        for inode in relinks {
+            if let path = path(ofInode: inode) { cache.lookUpAgain(path) }
         }
     }
 }

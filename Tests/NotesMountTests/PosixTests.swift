@@ -80,6 +80,27 @@ struct PosixTests {
         #expect(result.stdout == "\(work)\nok\n", "\(result)")
     }
 
+    @Test func aFolderRenamedElsewhereStaysTheWorkingDirectoryOfWhoeverIsInIt() async throws {
+        // Given a python process standing in private/Work/Folder
+        let people = try await TwoMounts()
+        let work = try await people.alice.createZone(named: "Work").id
+        let folder = try await people.saveFolder(people.alice, zone: work, name: "Folder")
+        let inside = people.aliceMount.path("private/Work/Folder")
+        #expect(await eventually { FileManager.default.fileExists(atPath: inside) })
+        let script = "import os, time\nos.chdir('\(inside)')\ntime.sleep(2.5)\nprint(os.getcwd())"
+        let standing = Task.detached { Shell.run("/usr/bin/python3 -c \"\(script)\"") }
+
+        // When the folder is renamed from elsewhere
+        try await Task.sleep(for: .milliseconds(500))
+        _ = try await people.alice.modify(ModifyRequest(zone: work, saves: [
+            RecordSave(recordName: folder.recordName, recordType: .folder, name: "Renamed", changeTag: folder.changeTag),
+        ]))
+
+        // Then the process still has a working directory, under the new name
+        let result = await standing.value
+        #expect(result.stdout == people.aliceMount.path("private/Work/Renamed") + "\n", "\(result)")
+    }
+
     @Test func offlineWritesSurviveUnmountAndUploadOnTheNextMount() async throws {
         // Given a mount whose daemon goes away
         let people = try await TwoMounts()

@@ -190,7 +190,7 @@ extension NoteTree: FileSystem {
             if state.index[key] == inode { state.index[key] = nil }
             // An open handle keeps reading what it had; the file is scratch from now on.
             if state.nodes[inode]!.openCount > 0 && state.nodes[inode]!.content == nil {
-                state.nodes[inode]!.content = (try? replica.content(of: key)) ?? []
+                state.nodes[inode]!.content = (try? replica.contentAndTag(of: key))?.0 ?? []
             }
             state.nodes[inode]!.kind = .scratch
         }

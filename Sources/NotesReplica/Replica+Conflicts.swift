@@ -16,19 +16,6 @@ public struct ReplicaConflict: Sendable, Equatable {
 /// each step applies only while the row still holds the change that was refused (its
 /// queue position `dirty`), so a save made meanwhile is never overwritten.
 extension Replica {
-    /// The row of a record with its content, if the replica has it.
-    public func change(_ key: RecordKey) throws(ReplicaError) -> PendingChange? {
-        try read("read \(key)") { db in
-            let row = try Row.fetchOne(
-                db, sql: "SELECT \(Self.metadataColumns), content FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
-                arguments: [key.zone.owner, key.zone.name, key.recordName])
-            return row.map { row in
-                let data: Data? = row[14]
-                return PendingChange(record: Self.record(row), content: data.map { [UInt8]($0) })
-            }
-        }
-    }
-
     /// Replaces a queued change by its merge with the server's version: the row now builds
     /// on the server's change tag and stays queued. `nil` if the row changed meanwhile
     /// (the next upload meets the server's version again and merges anew).
@@ -125,10 +112,7 @@ extension Replica {
                     WHERE owner = ? AND zone = ? AND dirty > 0 AND deleted = 0 AND record_type != 'folder' ORDER BY dirty
                     """,
                 arguments: [zone.owner, zone.name]
-            ).map { row in
-                let data: Data? = row[14]
-                return PendingChange(record: Self.record(row), content: data.map { [UInt8]($0) })
-            }
+            ).map(Self.pendingChange)
         }
     }
 

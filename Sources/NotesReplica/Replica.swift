@@ -99,6 +99,12 @@ public final class Replica: Sendable {
             modifiedAt: row[10], modifiedBy: row[11], dirty: row[12], deleted: row[13])
     }
 
+    /// A row read with `metadataColumns, content`.
+    static func pendingChange(_ row: Row) -> PendingChange {
+        let data: Data? = row[14]
+        return PendingChange(record: record(row), content: data.map { [UInt8]($0) })
+    }
+
     /// The content of a record with the change tag it builds on, or `nil` if the replica
     /// has no such record.
     public func contentAndTag(of key: RecordKey) throws(ReplicaError) -> ([UInt8], String?)? {
@@ -109,18 +115,6 @@ public final class Replica: Sendable {
             guard let row else { return nil }
             let data: Data? = row[0]
             return (data.map { [UInt8]($0) } ?? [], row[1])
-        }
-    }
-
-    /// The content of a record, or `nil` if the replica has no such record.
-    public func content(of key: RecordKey) throws(ReplicaError) -> [UInt8]? {
-        try read("read \(key)") { db in
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT content FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
-                arguments: [key.zone.owner, key.zone.name, key.recordName])
-            guard let row else { return nil }
-            let data: Data? = row[0]
-            return data.map { [UInt8]($0) } ?? []
         }
     }
 
@@ -195,10 +189,7 @@ public final class Replica: Sendable {
             try Row.fetchAll(
                 db, sql: "SELECT \(Self.metadataColumns), content FROM records WHERE dirty > 0 ORDER BY dirty LIMIT ?",
                 arguments: [limit]
-            ).map { row in
-                let data: Data? = row[14]
-                return PendingChange(record: Self.record(row), content: data.map { [UInt8]($0) })
-            }
+            ).map(Self.pendingChange)
         }
     }
 

@@ -45,13 +45,12 @@ struct Node {
     var content: [UInt8]?
     /// `content` holds writes not yet saved to the replica.
     var contentDirty = false
-    /// How many times the server's content replaced this note's while mounted, and at
-    /// which of those (with its change tag) the kernel last got the content: a save made
-    /// from an older read must build on that older version, so the daemon refuses it and
-    /// the two edits are merged instead of the newer one being overwritten.
-    var remoteVersion = 0
-    var seenVersion = 0
+    /// The change tag of the content the kernel last got, and whether the server's
+    /// content has replaced it since: a save made from that older read must build on it,
+    /// so the daemon refuses the save and the two edits are merged instead of the newer
+    /// one being overwritten.
     var seenTag: String?
+    var seenIsOutdated = false
     var openCount = 0
     /// References the kernel holds (lookups minus forgets).
     var lookups: UInt64 = 0
@@ -81,12 +80,11 @@ enum Access: Equatable {
 extension Node {
     /// The change tag a save must present when the kernel read an older version than
     /// the one the replica holds now; `nil` when it read the latest.
-    var staleBase: String? { seenVersion < remoteVersion ? seenTag : nil }
+    var staleBase: String? { seenIsOutdated ? seenTag : nil }
 
     /// Takes over what another node's reader saw (a file renamed over this note).
     mutating func inheritBase(_ base: String?) {
-        remoteVersion = base == nil ? 0 : 1
-        seenVersion = 0
         seenTag = base
+        seenIsOutdated = base != nil
     }
 }

@@ -326,8 +326,8 @@ extension NoteTree: FileSystem {
             do { (content, tag) = try replica.contentAndTag(of: key) ?? ([], nil) } catch { throw Errno.of(error) }
         }
         state.nodes[inode]!.content = content
-        state.nodes[inode]!.seenVersion = node.remoteVersion
         state.nodes[inode]!.seenTag = tag
+        state.nodes[inode]!.seenIsOutdated = false
     }
 
     /// Saves a record node to the replica (content too when it changed) and queues it.

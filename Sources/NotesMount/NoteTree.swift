@@ -209,7 +209,7 @@ public final class NoteTree: Sendable {
                 if node.size != record.size || node.modified != record.modifiedAt {
                     invalidations.append(.content(inode))
                     if node.openCount == 0 || !node.contentDirty { node.content = nil }
-                    node.remoteVersion += 1
+                    node.seenIsOutdated = true
                     // The next open looks the name up again, which gives the kernel the new
                     // size (it would otherwise put `>>` appends at the old end).
                     // (Files only: an unhashed folder would cut off processes standing in it.)

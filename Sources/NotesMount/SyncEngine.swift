@@ -330,9 +330,8 @@ public final class SyncEngine: Sendable {
         requestFetch()
     }
 
-    /// Whether the next fetch of `zone` must start from scratch (and it now will).
-    private func takeRefetch(_ zone: ZoneID) -> Bool {
-        refetchZones.withLock { $0.remove(zone) != nil }
+    private func mustRefetch(_ zone: ZoneID) -> Bool {
+        refetchZones.withLock { $0.contains(zone) }
     }
 
     // MARK: Fetch
@@ -365,14 +364,8 @@ public final class SyncEngine: Sendable {
                 for zone in zones {
                     tree.zoneSeen(zone.id, scope: scope)
                     let stored = known.first { $0.id == zone.id }
-                    let scratch = takeRefetch(zone.id)
-                    if scratch || stored?.changeToken != zone.changeToken {
-                        do {
-                            try await fetchZone(zone.id, scope: scope, from: scratch ? nil : stored?.changeToken)
-                        } catch {
-                            if scratch { _ = refetchZones.withLock { $0.insert(zone.id) } }
-                            throw error
-                        }
+                    if mustRefetch(zone.id) || stored?.changeToken != zone.changeToken {
+                        try await fetchZone(zone.id, scope: scope, from: stored?.changeToken)
                     }
                 }
             }
@@ -400,13 +393,7 @@ public final class SyncEngine: Sendable {
                 await fetchAll()
                 return
             }
-            let scratch = takeRefetch(zone)
-            do {
-                try await fetchZone(zone, scope: scope, from: scratch ? nil : known.changeToken)
-            } catch {
-                if scratch { _ = refetchZones.withLock { $0.insert(zone) } }
-                throw error
-            }
+            try await fetchZone(zone, scope: scope, from: known.changeToken)
             // Shares are named by the same notices (made, changed, stopped): refresh them too.
             try await refreshShares()
             setOnline(true)
@@ -426,7 +413,19 @@ public final class SyncEngine: Sendable {
         }
     }
 
+    /// Fetches a zone's changes since `start`, or from scratch when `refetch` asked for it
+    /// (asked again if this fetch fails).
     private func fetchZone(_ zone: ZoneID, scope: DatabaseScope, from start: String?) async throws {
+        let scratch = refetchZones.withLock { $0.remove(zone) != nil }
+        do {
+            try await fetchPages(zone, scope: scope, from: scratch ? nil : start)
+        } catch {
+            if scratch { _ = refetchZones.withLock { $0.insert(zone) } }
+            throw error
+        }
+    }
+
+    private func fetchPages(_ zone: ZoneID, scope: DatabaseScope, from start: String?) async throws {
         var token = start
         var fromScratch = start == nil
         var seen = Set<String>()

@@ -12,32 +12,19 @@ struct RecordRowJSON {
 
     func write(into out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
-        if let body = column(4) {
-            JSONBytes.key("body", into: &out)
-            JSONBytes.string(body, into: &out)
-            out.append(UInt8(ascii: ","))
-        }
+        optionalText(4, "body", into: &out)
         if let bytes = column(5) {
             JSONBytes.field("bytes", Data(bytes).base64EncodedString(), into: &out)
         }
-        JSONBytes.key("changeTag", into: &out)
-        Self.base36(sqlite3_column_int64(statement, 9), into: &out)
+        JSONBytes.field("changeTag", StoredRecord.changeTag(seq), into: &out)
         JSONBytes.date("createdAt", secondsSince1970: sqlite3_column_double(statement, 6), into: &out)
         JSONBytes.date("modifiedAt", secondsSince1970: sqlite3_column_double(statement, 7), into: &out)
         text(8, "modifiedBy", into: &out)
         text(2, "name", into: &out)
-        if let parent = column(3), !parent.isEmpty {
-            JSONBytes.key("parent", into: &out)
-            JSONBytes.string(parent, into: &out)
-            out.append(UInt8(ascii: ","))
-        }
+        optionalText(3, "parent", emptyIsNone: true, into: &out)
         text(0, "recordName", into: &out)
         text(1, "recordType", into: &out)
-        if let share = column(10) {
-            JSONBytes.key("shareID", into: &out)
-            JSONBytes.string(share, into: &out)
-            out.append(UInt8(ascii: ","))
-        }
+        optionalText(10, "shareID", into: &out)
         out.append(contentsOf: zoneJSON)
         out.append(UInt8(ascii: "}"))
     }
@@ -61,18 +48,12 @@ struct RecordRowJSON {
         out.append(UInt8(ascii: ","))
     }
 
-    /// `"…",` with `StoredRecord.changeTag(value)`: the number in base 36.
-    private static func base36(_ value: Int64, into out: inout [UInt8]) {
-        let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
-        var number = UInt64(bitPattern: value)
-        var reversed: [UInt8] = []
-        repeat {
-            reversed.append(digits[Int(number % 36)])
-            number /= 36
-        } while number > 0
-        out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: reversed.reversed())
-        out.append(UInt8(ascii: "\""))
+    /// `"name":"…",`, or nothing for NULL (and, with `emptyIsNone`, for ''; the store
+    /// keeps a root's parent as '').
+    private func optionalText(_ index: Int32, _ name: StaticString, emptyIsNone: Bool = false, into out: inout [UInt8]) {
+        guard let value = column(index), !(emptyIsNone && value.isEmpty) else { return }
+        JSONBytes.key(name, into: &out)
+        JSONBytes.string(value, into: &out)
         out.append(UInt8(ascii: ","))
     }
 }

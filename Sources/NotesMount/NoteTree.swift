@@ -36,6 +36,9 @@ public final class NoteTree: Sendable {
         var unsaved: Set<Inode> = []
         /// Handles opened with O_APPEND.
         var appending: Set<UInt64> = []
+        /// Records shown somewhere else than in their parent folder, which the tree does
+        /// not hold (not yet, or no more): they move in when it arrives.
+        var awaitingParent: Set<Inode> = []
     }
 
     /// Most bytes of closed files' content kept in memory.
@@ -238,8 +241,8 @@ public final class NoteTree: Sendable {
             // A folder that comes back (its delete here was refused) takes back the
             // children that waited elsewhere for it.
             let placed = Set(places.map(\.key))
-            for node in state.nodes.values {
-                guard node.attached, case .record(let key) = node.kind, let parent = node.recordParent,
+            for inode in state.awaitingParent {
+                guard let node = state.nodes[inode], node.attached, case .record(let key) = node.kind, let parent = node.recordParent,
                       newFolders.contains(RecordKey(zone: key.zone, recordName: parent)), !placed.contains(key) else { continue }
                 places.append((key, parent, node.name))
             }
@@ -247,6 +250,11 @@ public final class NoteTree: Sendable {
         for record in places {
             guard let inode = state.index[record.key], let node = state.nodes[inode] else { continue }
             let parent = parentInode(&state, key: record.key, parent: record.parent)
+            if let folder = record.parent, state.index[RecordKey(zone: record.key.zone, recordName: folder)] == nil {
+                state.awaitingParent.insert(inode)
+            } else {
+                state.awaitingParent.remove(inode)
+            }
             if node.attached && node.parent == parent && node.name == record.name { continue }
             if node.attached {
                 // Moving, not leaving: the node must survive even if the kernel never looked it up.
@@ -290,6 +298,7 @@ public final class NoteTree: Sendable {
     static func dropIfUnused(_ state: inout State, _ inode: Inode) {
         guard let node = state.nodes[inode], !node.attached, node.lookups == 0, node.openCount == 0, inode > InodeNumbers.sharedRoot else { return }
         state.nodes[inode] = nil
+        state.awaitingParent.remove(inode)
         if let key = node.recordKey, state.index[key] == inode { state.index[key] = nil }
     }
 

@@ -33,14 +33,10 @@ extension NotesError: HTTPResponseError {
 enum JSONResponse {
     /// A response whose JSON body is already written.
     static func raw(_ bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
-        raw(ByteBuffer(bytes: bytes), status: status)
-    }
-
-    static func raw(_ buffer: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: buffer))
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {

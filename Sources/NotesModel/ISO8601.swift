@@ -17,9 +17,17 @@ public enum ISO8601 {
         append(secondsSince1970: date.timeIntervalSince1970, to: &bytes)
     }
 
+    /// The first and last instants the four-digit format can write, in milliseconds
+    /// since 1970: 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z.
+    static let writableMilliseconds: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+
     /// `append(_:to:)` for a time as stored (seconds since 1970), without a `Date`.
+    ///
+    /// Total: the time comes from stored rows and requests, so no value may trap here (a
+    /// trap while encoding a stored value would stop notesd on every start). A time
+    /// outside years 0000–9999 is written as the nearest end of that range; NaN as 1970.
     public static func append(secondsSince1970 seconds: Double, to bytes: inout [UInt8]) {
-        let totalMilliseconds = Int64((seconds * 1000).rounded(.down))
+        let totalMilliseconds = clampedMilliseconds(seconds)
         var days = totalMilliseconds >= 0 ? totalMilliseconds / 86_400_000 : (totalMilliseconds - 86_399_999) / 86_400_000
         let msOfDay = totalMilliseconds - days * 86_400_000
         // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -51,6 +59,17 @@ public enum ISO8601 {
         put(msOfDay / 60_000 % 60, 2, then: UInt8(ascii: ":"))
         put(msOfDay / 1000 % 60, 2, then: UInt8(ascii: "."))
         put(msOfDay % 1000, 3, then: UInt8(ascii: "Z"))
+    }
+
+    /// Milliseconds since 1970 of `seconds`, rounded down and clamped to what the format
+    /// can write; never traps, whatever the input (infinities, NaN, ±1e308).
+    static func clampedMilliseconds(_ seconds: Double) -> Int64 {
+        guard !seconds.isNaN else { return 0 }
+        let milliseconds = (seconds * 1000).rounded(.down)
+        let range = writableMilliseconds
+        if milliseconds <= Double(range.lowerBound) { return range.lowerBound }
+        if milliseconds >= Double(range.upperBound) { return range.upperBound }
+        return Int64(milliseconds)
     }
 
     /// Parses what `string(from:)` writes (milliseconds optional); `nil` otherwise.

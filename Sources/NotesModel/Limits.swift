@@ -15,4 +15,20 @@ public enum Limits {
     public static let defaultChangesPage = 500
     /// Largest HTTP request body the server reads before answering 413.
     public static let maxRequestBytes = 64 * 1024 * 1024
+    /// Most encoded content a client puts in one modify request: half the request limit,
+    /// leaving room for names, tags and an encoder that escapes more than `JSONBytes`.
+    public static let uploadBudgetBytes = maxRequestBytes / 2
+    /// Longest lifetime of anything that expires (a token, a public link): ten years.
+    public static let maxLifetimeSeconds: Double = 10 * 365 * 86_400
+
+    /// Checks a lifetime in seconds that came in as a number: finite and within
+    /// `allowed`. Every such number is bounded before it is stored, because a stored
+    /// value is read back on every later request.
+    public static func validateLifetime(_ seconds: Double, field: String, allowsZero: Bool) throws(NotesError) {
+        let lower: Double = allowsZero ? 0 : 1
+        guard seconds.isFinite, seconds >= lower, seconds <= maxLifetimeSeconds else {
+            let range = allowsZero ? "0 (no expiry) or 1 second to 10 years (315360000)" : "between 1 second and 10 years (315360000)"
+            throw NotesError(.invalidArguments, "\(field) must be \(range); it was \(seconds).")
+        }
+    }
 }

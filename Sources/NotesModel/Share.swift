@@ -135,6 +135,15 @@ public struct ShareUpdate: Sendable, Codable, Equatable {
     /// A password for accepting through the public link; empty removes it.
     public var publicPassword: String?
 
+    /// Rejects numbers that cannot be stored as an expiry (NaN, infinities, negative,
+    /// beyond ten years) and over-long passwords.
+    public func validate() throws(NotesError) {
+        if let seconds = publicExpiresIn { try Limits.validateLifetime(seconds, field: "publicExpiresIn", allowsZero: true) }
+        if let password = publicPassword, password.utf8.count > 1024 {
+            throw NotesError(.invalidArguments, "The password is longer than 1,024 bytes.")
+        }
+    }
+
     public init(title: String? = nil, publicPermission: PublicPermission? = nil, rotateURL: Bool? = nil, publicExpiresIn: Double? = nil, publicPassword: String? = nil) {
         self.publicExpiresIn = publicExpiresIn
         self.publicPassword = publicPassword

@@ -23,9 +23,7 @@ struct AccountController {
             let name = try context.parameters.require("name")
             var request = request
             let body = request.headers[.contentLength] == "0" ? API.IssueToken() : try await request.decodeJSON(API.IssueToken.self)
-            if let lifetime = body.expiresIn, lifetime <= 0 || lifetime > 10 * 365 * 86_400 {
-                throw NotesError(.invalidArguments, "expiresIn must be between 1 second and 10 years.")
-            }
+            if let lifetime = body.expiresIn { try Limits.validateLifetime(lifetime, field: "expiresIn", allowsZero: false) }
             let token = try await store.issueToken(for: name, lifetime: body.expiresIn)
             return JSONResponse.make(API.TokenIssued(name: name, token: token), status: .created)
         }

@@ -40,6 +40,7 @@ extension SQLiteStore {
     }
 
     public func issueToken(for name: String, lifetime: Double?) async throws(NotesError) -> String {
+        if let lifetime { try Limits.validateLifetime(lifetime, field: "expiresIn", allowsZero: false) }
         let made = TokenSecrets.make()
         return try await write { context in
             guard try Bool.fetchOne(context.db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE name = ?"), arguments: [name]) == true else {

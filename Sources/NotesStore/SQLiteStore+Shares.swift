@@ -89,9 +89,7 @@ extension SQLiteStore {
 
     public func updateShare(id: String, _ update: ShareUpdate, actor: String) async throws(NotesError) -> Share {
         if let title = update.title { try Self.validateTitle(title) }
-        if let password = update.publicPassword, password.utf8.count > 1024 {
-            throw NotesError(.invalidArguments, "The password is longer than 1,024 bytes.")
-        }
+        try update.validate()
         return try await write { context in
             let db = context.db
             let share = try Self.ownedShare(db, id: id, actor: actor)
@@ -112,7 +110,7 @@ extension SQLiteStore {
                 try db.cachedStatement(sql: "UPDATE shares SET url_token = ? WHERE id = ?").execute(arguments: [SecureRandom.token(bytes: 32), id])
             }
             if let seconds = update.publicExpiresIn {
-                let expiry: Double? = seconds > 0 ? Date().addingTimeInterval(seconds).timeIntervalSince1970 : nil
+                let expiry: Double? = seconds > 0 ? context.now.addingTimeInterval(seconds).storedValue : nil
                 try db.cachedStatement(sql: "UPDATE shares SET public_expires_at = ? WHERE id = ?").execute(arguments: [expiry, id])
             }
             if let password = update.publicPassword {

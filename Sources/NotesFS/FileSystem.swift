@@ -124,8 +124,9 @@ public protocol FileSystem: AnyObject, Sendable {
     func open(_ inode: Inode, mode: OpenMode) throws(FileSystemError) -> UInt64
     func read(_ inode: Inode, handle: UInt64, offset: Int, size: Int) throws(FileSystemError) -> [UInt8]
     func write(_ inode: Inode, handle: UInt64, offset: Int, bytes: UnsafeRawBufferPointer) throws(FileSystemError) -> Int
-    /// `close(2)` of one descriptor, when the kernel asks (the adapter opens files with
-    /// `noflush`, so it usually does not): what was written is saved locally.
+    /// `close(2)` of one descriptor that may have written (read-only opens skip it): what
+    /// was written is saved locally before close returns, so it survives a crash of the
+    /// mount; an error here is close's error.
     func flush(_ inode: Inode, handle: UInt64) throws(FileSystemError)
     /// The last descriptor of an open is gone: what was written is saved locally. The
     /// kernel sends this after close(2) has returned, so errors cannot reach the writer;

@@ -268,7 +268,8 @@ extension FuseMount {
                 let (attributes, handle) = try mount.fileSystem.create(parent: parent, name: component(name).get(), mode: OpenMode(flags: info.pointee.flags))
                 info.pointee.fh = handle
                 info.pointee.keep_cache = 1
-                info.pointee.noflush = 1
+                // FLUSH on close: close(2) returns once the file is saved (see `open`).
+                info.pointee.noflush = 0
                 var entry = mount.entry(attributes)
                 fuse_reply_create(request, &entry, info)
             } catch {
@@ -278,12 +279,16 @@ extension FuseMount {
         operations.open = { request, inode, info in
             let mount = mountOf(request)
             mount.replyOpen(request, info) { (info: inout fuse_file_info) throws(FileSystemError) in
-                info.fh = try mount.fileSystem.open(inode, mode: OpenMode(flags: info.flags))
+                let mode = OpenMode(flags: info.flags)
+                info.fh = try mount.fileSystem.open(inode, mode: mode)
                 // Pages stay cached across opens; the model invalidates them on remote changes.
                 info.keep_cache = 1
-                // No FLUSH round trip on close: the file model saves on release (see
-                // `FileSystem.release`), so close(2) costs the caller nothing.
-                info.noflush = 1
+                // A handle that may write gets a FLUSH on close, and close(2) returns once
+                // the file model has saved it (`FileSystem.flush`): a closed file survives
+                // `kill -9` of the mount. RELEASE comes later and asynchronously, so saving
+                // only there would let close return before the save. Read-only handles
+                // have nothing to save and skip the round trip.
+                info.noflush = mode.writes ? 0 : 1
             }
         }
         operations.read = { request, inode, size, offset, info in

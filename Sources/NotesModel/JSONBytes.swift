@@ -48,6 +48,19 @@ public enum JSONBytes {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// How many bytes `string(_:into:)` writes for `bytes`, quotes included, without
+    /// writing them: lets a client size a request to the server's limit before encoding.
+    public static func escapedLength(_ bytes: [UInt8]) -> Int {
+        var length = bytes.count + 2
+        for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09: length += 1
+            default: length += 5
+            }
+        }
+        return length
+    }
+
     /// Whether any of eight bytes is a control character, a quote or a backslash (the
     /// classic "has zero byte" and "has byte less than" tests: exact about whether,
     /// not about which).

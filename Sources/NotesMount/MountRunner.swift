@@ -13,9 +13,9 @@ import Synchronization
 /// session, until SIGTERM/SIGINT or an external unmount.
 public enum MountRunner {
     public static func run(mountpoint: String, client: NotesClient, cacheDirectory: String, conflictMarkers: Bool = false, logger: Logger) async throws {
-        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        try ReplicaLocation.prepare(cacheDirectory)
         let account = try await accountName(client: client, cacheDirectory: cacheDirectory, logger: logger)
-        let replica = try Replica(path: "\(cacheDirectory)/\(account).replica.sqlite")
+        let replica = try Replica(path: ReplicaLocation.path(in: cacheDirectory, account: account))
         try replica.setMeta("account", account)
 
         // The tree asks the engine for uploads; the engine is made after the tree.
@@ -55,7 +55,7 @@ public enum MountRunner {
         mount.unmount()
         mount.close()
         signalSources.forEach { $0.cancel() }
-        let unsaved = tree.saveUnsaved()
+        let unsaved = tree.saveAllBeforeUnmount()
         if unsaved > 0 {
             logger.critical("\(unsaved) closed file(s) could not be saved: the disk of \(cacheDirectory) is full. Their last writes are lost; the notes keep their previous content.")
         }
@@ -73,10 +73,10 @@ public enum MountRunner {
             return try await client.whoami().name
         } catch {
             guard error.code == .serviceUnavailable else { throw error }
-            let replicas = ((try? FileManager.default.contentsOfDirectory(atPath: cacheDirectory)) ?? []).filter { $0.hasSuffix(".replica.sqlite") }
-            guard replicas.count == 1, let name = replicas.first?.dropLast(".replica.sqlite".count) else { throw error }
+            let accounts = ReplicaLocation.accounts(in: cacheDirectory)
+            guard accounts.count == 1, let name = accounts.first else { throw error }
             logger.warning("notesd is not reachable; mounting \(name)'s local replica")
-            return String(name)
+            return name
         }
     }
 }

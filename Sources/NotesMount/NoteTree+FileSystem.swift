@@ -383,10 +383,15 @@ extension NoteTree: FileSystem {
             guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
             guard Self.access(state, inode, account: account).mayWrite else { throw Failure(EACCES) }
             try loadContent(&state, inode)
+            if state.oversized.contains(handle) { throw Failure(EFBIG) }
             var content = state.nodes[inode]!.content ?? []
             let offset = state.appending.contains(handle) ? content.count : offset
-            let end = offset + bytes.count
-            if end > Limits.maxBodyBytes { throw Failure(EFBIG) }
+            let (end, overflow) = offset.addingReportingOverflow(bytes.count)
+            if overflow || end > Limits.maxBodyBytes {
+                discardUnsavedContent(&state, inode)
+                state.oversized.insert(handle)
+                throw Failure(EFBIG)
+            }
             if end > content.count && !hasRoom(for: end - content.count) { throw Failure(ENOSPC) }
             state.nodes[inode]!.content = nil
             if content.count < end { content.append(contentsOf: repeatElement(0, count: end - content.count)) }
@@ -423,6 +428,7 @@ extension NoteTree: FileSystem {
     public func release(_ inode: Inode, handle: UInt64) {
         let saved = state.withLock { state in
             state.appending.remove(handle)
+            state.oversized.remove(handle)
             guard var node = state.nodes[inode] else { return false }
             node.openCount = max(0, node.openCount - 1)
             state.nodes[inode] = node
@@ -438,6 +444,42 @@ extension NoteTree: FileSystem {
             return saved
         }
         if saved { onLocalChange() }
+    }
+
+    /// Drops what writes left in memory since the last save (the file reads as the replica
+    /// holds it again), and has the kernel drop its pages of it: they hold those writes.
+    /// A file with no record behind it (a scratch file) has nothing to go back to and
+    /// becomes empty.
+    func discardUnsavedContent(_ state: inout State, _ inode: Inode) {
+        guard let node = state.nodes[inode], node.contentDirty else { return }
+        state.nodes[inode]!.content = node.recordKey == nil ? [] : nil
+        state.nodes[inode]!.contentDirty = false
+        // Not from inside this request: the kernel holds the pages of the write that is
+        // being answered, and invalidating them before the answer would wait for ever.
+        DispatchQueue.global().async { [self] in invalidate([.content(inode)]) }
+    }
+
+    /// At unmount, once the kernel can send nothing more: saves every file whose writes
+    /// are still only in memory, open or closed. A RELEASE still queued when the session
+    /// ended never arrives, so without this a write whose `close` had returned would be
+    /// lost (the race that SIGTERM right after `echo >> note` showed). Returns how many
+    /// files could not be saved.
+    public func saveAllBeforeUnmount() -> Int {
+        let (saved, failed) = state.withLock { state in
+            var saved = 0
+            var failed = 0
+            for (inode, node) in state.nodes where node.contentDirty {
+                if (try? persist(&state, inode)) != nil {
+                    saved += 1
+                    state.unsaved.remove(inode)
+                } else {
+                    failed += 1
+                }
+            }
+            return (saved, failed)
+        }
+        if saved > 0 { onLocalChange() }
+        return failed
     }
 
     /// Saves again what could not be saved when it was closed (the replica's disk was

@@ -36,6 +36,10 @@ public final class NoteTree: Sendable {
         var unsaved: Set<Inode> = []
         /// Handles opened with O_APPEND.
         var appending: Set<UInt64> = []
+        /// Handles whose write went past the size limit: their file went back to what the
+        /// replica holds, and every later write through them fails too, so that a `cp`
+        /// that is too large leaves the note as it was rather than cut at 16 MiB.
+        var oversized: Set<UInt64> = []
         /// Records shown somewhere else than in their parent folder, which the tree does
         /// not hold (not yet, or no more): they move in when it arrives.
         var awaitingParent: Set<Inode> = []

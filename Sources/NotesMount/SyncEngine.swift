@@ -187,15 +187,23 @@ public final class SyncEngine: Sendable {
             var rounds = 0
             while rounds < 1000 {
                 rounds += 1
-                let skipped = stuck.withLock { $0 }
-                let pending = try replica.pending(limit: Limits.maxBatchItems + skipped.count).filter { !skipped.contains($0.record.key) }
-                guard let first = pending.first else { return }
-                let batch = Array(pending.filter { $0.record.zone == first.record.zone }.prefix(Limits.maxBatchItems))
+                let batch = try replica.nextBatch(
+                    limit: Limits.maxBatchItems, byteBudget: Limits.uploadBudgetBytes, skipping: stuck.withLock { $0 },
+                    cost: Self.encodedSize)
+                guard !batch.isEmpty else { return }
                 guard try await upload(batch) else { return }
             }
         } catch {
             logger.error("upload: \(error)")
         }
+    }
+
+    /// The bytes a queued content takes in a modify request: escaped text for a note,
+    /// base64 for a file. Batches are sized by it to stay under notesd's request limit
+    /// (a batch over it would be refused whole, again and again).
+    @Sendable static func encodedSize(_ content: [UInt8]?, _ type: RecordType) -> Int {
+        guard let content else { return 0 }
+        return type == .file ? (content.count + 2) / 3 * 4 : JSONBytes.escapedLength(content)
     }
 
     /// Zones made or removed in `private/` go first: their records depend on them.

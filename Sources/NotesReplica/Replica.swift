@@ -26,8 +26,13 @@ public final class Replica: Sendable {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // A burst of large saves grows the WAL; after each checkpoint it goes back
+            // to at most this size instead of keeping its largest size for good.
+            try db.execute(sql: "PRAGMA journal_size_limit = 16777216")
         }
         do {
+            // Every note the account can read is in here: the owner's only (see `ReplicaLocation`).
+            try ReplicaLocation.ownerOnly(path)
             pool = try DatabasePool(path: path, configuration: configuration)
             try ReplicaMigrations.migrator.migrate(pool)
             let maxDirty = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(dirty) FROM records") ?? 0 }
@@ -183,13 +188,29 @@ public final class Replica: Sendable {
 
     // MARK: Upload queue
 
-    /// Local changes waiting for upload, oldest first.
-    public func pending(limit: Int) throws(ReplicaError) -> [PendingChange] {
+    /// The next upload: the oldest queued changes of one zone (the zone of the oldest
+    /// change not in `skipping`), in queue order, at most `limit` of them, and no more
+    /// content than `byteBudget` as `cost` counts it, except that the first always goes
+    /// (alone, if it is that large). Rows are read one at a time, so a queue of large
+    /// files never sits in memory whole.
+    public func nextBatch(
+        limit: Int, byteBudget: Int, skipping: Set<RecordKey>, cost: @escaping ([UInt8]?, RecordType) -> Int
+    ) throws(ReplicaError) -> [PendingChange] {
         try read("read the upload queue") { db in
-            try Row.fetchAll(
-                db, sql: "SELECT \(Self.metadataColumns), content FROM records WHERE dirty > 0 ORDER BY dirty LIMIT ?",
-                arguments: [limit]
-            ).map(Self.pendingChange)
+            var batch: [PendingChange] = []
+            var spent = 0
+            let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.metadataColumns), content FROM records WHERE dirty > 0 ORDER BY dirty")
+            while let row = try rows.next() {
+                let change = Self.pendingChange(row)
+                guard !skipping.contains(change.record.key) else { continue }
+                if let zone = batch.first?.record.zone, change.record.zone != zone { continue }
+                let price = change.record.deleted ? 0 : cost(change.content, change.record.recordType)
+                if !batch.isEmpty && spent + price > byteBudget { break }
+                batch.append(change)
+                spent += price
+                if batch.count == limit { break }
+            }
+            return batch
         }
     }
 

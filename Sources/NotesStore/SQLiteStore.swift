@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 public import NotesModel
 import Foundation
 import GRDB
@@ -18,6 +21,10 @@ public final class SQLiteStore: RecordStore {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
+        // Every account's notes are in this file: readable by notesd's user only (SQLite
+        // gives its -wal and -shm files the same mode).
+        let descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
+        if descriptor >= 0 { _ = fchmod(descriptor, 0o600); _ = close(descriptor) }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             // After opening: GRDB sets its pools' writer to `synchronous = NORMAL` once

@@ -7,6 +7,7 @@ import Logging
 import NotesClient
 import NotesModel
 import NotesMount
+import NotesReplica
 
 /// `notes mount DIR`: the account's notes as files, for every editor.
 struct Mount: AsyncParsableCommand {
@@ -44,9 +45,7 @@ struct Mount: AsyncParsableCommand {
     func run() async throws {
         try await runReporting {
             let mountpoint = try prepareMountpoint()
-            let env = ProcessInfo.processInfo.environment
-            let home = env["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
-            let cache = cacheDir ?? env["XDG_CACHE_HOME"].map { "\($0)/notes" } ?? "\(home)/.cache/notes"
+            let cache = cacheDir ?? ReplicaLocation.defaultDirectory()
             if foreground {
                 var logger = Logger(label: "notes.mount")
                 logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -84,16 +83,19 @@ struct Mount: AsyncParsableCommand {
     /// Starts `notes mount DIR --foreground` detached, with its log in the cache folder,
     /// and returns once the mount is up (or says why it is not).
     func startInBackground(mountpoint: String, cache: String) throws {
-        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        try ReplicaLocation.prepare(cache)
         let logPath = "\(cache)/mount.log"
-        if !FileManager.default.fileExists(atPath: logPath) {
-            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        }
+        try ReplicaLocation.ownerOnly(logPath)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = Array(CommandLine.arguments.dropFirst()) + ["--foreground"]
+        // The token goes to the child through its environment, never its arguments,
+        // which every local user can read in `ps` for as long as the mount runs.
+        process.arguments = Self.withoutToken(Array(CommandLine.arguments.dropFirst())) + ["--foreground"]
+        var environment = ProcessInfo.processInfo.environment
+        if let token = options.token { environment["NOTES_TOKEN"] = token }
+        process.environment = environment
         process.standardOutput = log
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
@@ -109,6 +111,22 @@ struct Mount: AsyncParsableCommand {
         }
         let tail = (try? String(contentsOfFile: logPath, encoding: .utf8))?.split(separator: "\n").suffix(5).joined(separator: "\n") ?? ""
         throw NotesError(.serviceUnavailable, "The mount did not come up. Its log (\(logPath)) ends with:\n\(tail)")
+    }
+
+    /// `arguments` less `--token T` and `--token=T`.
+    static func withoutToken(_ arguments: [String]) -> [String] {
+        var kept: [String] = []
+        var skipNext = false
+        for argument in arguments {
+            if skipNext {
+                skipNext = false
+            } else if argument == "--token" {
+                skipNext = true
+            } else if !argument.hasPrefix("--token=") {
+                kept.append(argument)
+            }
+        }
+        return kept
     }
 
     static func unmount(_ path: String) -> Bool {

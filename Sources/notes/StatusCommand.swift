@@ -30,12 +30,9 @@ struct Status: AsyncParsableCommand {
                 report.daemon = "online"
                 report.account = account.name
             }
-            let env = ProcessInfo.processInfo.environment
-            let home = env["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
-            let cache = cacheDir ?? env["XDG_CACHE_HOME"].map { "\($0)/notes" } ?? "\(home)/.cache/notes"
-            let replicas = ((try? FileManager.default.contentsOfDirectory(atPath: cache)) ?? []).filter { $0.hasSuffix(".replica.sqlite") }
-            for file in replicas {
-                guard let replica = try? Replica(path: "\(cache)/\(file)") else { continue }
+            let cache = cacheDir ?? ReplicaLocation.defaultDirectory()
+            for account in ReplicaLocation.accounts(in: cache) {
+                guard let replica = try? Replica(path: ReplicaLocation.path(in: cache, account: account)) else { continue }
                 report.queued += (try? replica.pendingCount()) ?? 0
                 report.conflicts += ((try? replica.conflicts()) ?? []).map(\.path)
             }

@@ -75,9 +75,16 @@ public final class MountProcess: @unchecked Sendable {
     @discardableResult
     public func stop(signal: Int32 = SIGTERM) -> Bool {
         kill(process.processIdentifier, signal)
+        return waitForExit(killed: signal == SIGKILL)
+    }
+
+    /// Waits for the mount process to end (signalled by someone else, say a shell right
+    /// after a write); after a kill, clears the mount it could not take down itself.
+    @discardableResult
+    public func waitForExit(killed: Bool = false) -> Bool {
         let deadline = Date().addingTimeInterval(15)
         while process.isRunning && Date() < deadline { usleep(20_000) }
-        if signal == SIGKILL { _ = Shell.run("fusermount3 -u -z \(mountpoint)") }
+        if killed { _ = Shell.run("fusermount3 -u -z \(mountpoint)") }
         return !process.isRunning
     }
 

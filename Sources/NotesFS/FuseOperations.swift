@@ -23,9 +23,13 @@ private func component(_ name: UnsafePointer<CChar>?) -> Result<String, FileSyst
     return .success(text)
 }
 
+/// Total: the time comes from the replica (what the server or a `utime` stored), so
+/// NaN or a value past Int's range becomes the nearest time a `timespec` can hold.
 private func timeSpec(_ seconds: Double) -> timespec {
+    guard seconds.isFinite else { return timespec(tv_sec: seconds.isNaN ? 0 : (seconds > 0 ? Int.max : Int.min), tv_nsec: 0) }
     let whole = seconds.rounded(.down)
-    return timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+    guard whole > -9.2e18, whole < 9.2e18 else { return timespec(tv_sec: whole > 0 ? Int.max : Int.min, tv_nsec: 0) }
+    return timespec(tv_sec: Int(whole), tv_nsec: min(999_999_999, max(0, Int((seconds - whole) * 1e9))))
 }
 
 private func seconds(_ time: timespec) -> Double {

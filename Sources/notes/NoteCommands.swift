@@ -28,7 +28,9 @@ struct Put: AsyncParsableCommand {
                 recordName: existing?.recordName ?? UUID().uuidString.lowercased(), recordType: .note, name: name,
                 body: body, changeTag: existing?.changeTag)
             let result = try await client.modify(ModifyRequest(zone: zone, saves: [save]))
-            let record = result.saved[0]
+            guard let record = result.saved.first else {
+                throw NotesError(.internalError, "notesd accepted the save of \(name) but did not return it; `notes cat \(name)` shows what it holds.")
+            }
             try options.emit(record) { "Saved \(name) (\(body.utf8.count) bytes, change tag \(record.changeTag))." }
         }
     }

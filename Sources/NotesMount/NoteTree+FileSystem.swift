@@ -146,7 +146,9 @@ extension NoteTree: FileSystem {
             let inode = try removable(state, parent: parent, name: name)
             guard !state.nodes[inode]!.isDirectory else { throw Failure(EISDIR) }
             try remove(&state, inode)
+            Self.reclaimNames(&state)
         }
+        invalidatePendingLater()
         onLocalChange()
     }
 
@@ -167,7 +169,9 @@ extension NoteTree: FileSystem {
                 return
             }
             try remove(&state, inode)
+            Self.reclaimNames(&state)
         }
+        invalidatePendingLater()
         onLocalChange()
     }
 
@@ -183,10 +187,20 @@ extension NoteTree: FileSystem {
         return inode
     }
 
-    /// Deletes a node's record (queued for upload) and takes it out of its folder.
+    /// Deletes a node's record (queued for upload) and takes it out of its folder. A
+    /// file's record waits `sameNoteWindow` for a new file under its name (see there).
     private func remove(_ state: inout State, _ inode: Inode) throws(Failure) {
         if let key = state.nodes[inode]!.recordKey {
+            let now = Date().timeIntervalSince1970
             do { try replica.deleteLocal(key) } catch { throw Errno.of(error) }
+            let node = state.nodes[inode]!
+            if !node.isDirectory {
+                let record = ReplicaRecord(
+                    zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: node.name, parent: node.recordParent,
+                    size: 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: now, modifiedBy: account)
+                state.detached[DetachedName(parent: node.parent, name: node.name)] = DetachedRecord(
+                    record: record, since: now, staleBase: node.staleBase, deletedInReplica: true)
+            }
             if state.index[key] == inode { state.index[key] = nil }
             // An open handle keeps reading what it had; the file is scratch from now on.
             if state.nodes[inode]!.openCount > 0 && state.nodes[inode]!.content == nil {
@@ -202,7 +216,9 @@ extension NoteTree: FileSystem {
     public func rename(parent: Inode, name: String, newParent: Inode, newName: String, noReplace: Bool) throws(FileSystemError) {
         try locked { state throws(Failure) in
             try rename(&state, parent: parent, name: name, newParent: newParent, newName: newName, noReplace: noReplace)
+            Self.reclaimNames(&state)
         }
+        invalidatePendingLater()
         onLocalChange()
     }
 
@@ -459,6 +475,15 @@ extension NoteTree: FileSystem {
         DispatchQueue.global().async { [self] in invalidate([.content(inode)]) }
     }
 
+    /// Whether the queued delete of `key` must wait: the record was removed a moment ago
+    /// and a new file may still take it back (see `sameNoteWindow`), or one already has
+    /// and has not been saved yet.
+    func holdsDelete(_ key: RecordKey) -> Bool {
+        state.withLock { state in
+            state.index[key] != nil || state.detached.values.contains { $0.record.key == key }
+        }
+    }
+
     /// At unmount, once the kernel can send nothing more: saves every file whose writes
     /// are still only in memory, open or closed. A RELEASE still queued when the session
     /// ended never arrives, so without this a write whose `close` had returned would be
@@ -475,6 +500,11 @@ extension NoteTree: FileSystem {
                 } else {
                     failed += 1
                 }
+            }
+            // Notes moved aside or removed and not taken back: deleted for good now.
+            for (name, detached) in state.detached {
+                state.detached[name] = nil
+                if !detached.deletedInReplica { try? replica.deleteLocal(detached.record.key) }
             }
             return (saved, failed)
         }

@@ -12,6 +12,7 @@ extension NoteTree {
         state.withLock { state in
             Self.place(&state, effects.updated, invalidations: &invalidations)
             for key in effects.removed { Self.removeRecordNode(&state, key, invalidations: &invalidations) }
+            Self.reclaimNames(&state)
         }
         invalidate(invalidations + state.withLock { state in
             defer { state.pendingInvalidations = [] }
@@ -52,6 +53,7 @@ extension NoteTree {
                 invalidations.append(.entry(InodeNumbers.sharedRoot, node.name))
                 Self.detach(&state, owner)
             }
+            Self.reclaimNames(&state)
         }
         invalidate(invalidations + state.withLock { state in
             defer { state.pendingInvalidations = [] }
@@ -106,7 +108,7 @@ extension NoteTree {
         return state.withLock { state in
             let expired = state.detached.filter { now - $0.value.since > age }
             for name in expired.keys { state.detached[name] = nil }
-            return expired.values.map(\.record.key)
+            return expired.values.filter { !$0.deletedInReplica }.map(\.record.key)
         }
     }
 

@@ -43,6 +43,9 @@ public final class NoteTree: Sendable {
         /// Records shown somewhere else than in their parent folder, which the tree does
         /// not hold (not yet, or no more): they move in when it arrives.
         var awaitingParent: Set<Inode> = []
+        /// Nodes shown under `name (2)` because another node held their name when they
+        /// came, with the name they want: they take it as soon as it is free.
+        var displaced: [Inode: String] = [:]
     }
 
     /// Most bytes of closed files' content kept in memory.
@@ -58,7 +61,16 @@ public final class NoteTree: Sendable {
         var since: Double
         /// What the editor read, if older than the replica's version (see `Node.staleBase`).
         var staleBase: String?
+        /// Removed with unlink: the replica has queued its delete already (held back
+        /// for `sameNoteWindow`), and a new file under the name takes it back.
+        var deletedInReplica = false
     }
+
+    /// Seconds during which a file made under the name of a note that was just renamed
+    /// aside or removed in the same folder is that note again, with its record, share and
+    /// history: vim's backup-and-rename, GNU `mv` from another file system (unlink, then
+    /// create), and editors that save by deleting and rewriting.
+    public static let sameNoteWindow: Double = 2
 
     let state: Mutex<State>
     let replica: Replica
@@ -282,6 +294,7 @@ public final class NoteTree: Sendable {
         state.nodes[inode]!.parent = parent
         state.nodes[inode]!.name = shown
         state.nodes[inode]!.attached = true
+        state.displaced[inode] = shown == name ? nil : name
         state.nodes[parent]?.children[shown] = inode
         state.nodes[parent]?.modified = Date().timeIntervalSince1970
         invalidations.append(.entry(parent, shown))
@@ -291,6 +304,7 @@ public final class NoteTree: Sendable {
     /// Takes a node out of its folder; it stays in the table while the kernel knows it.
     static func detach(_ state: inout State, _ inode: Inode, dropping: Bool = true) {
         guard let node = state.nodes[inode], node.attached else { return }
+        state.displaced[inode] = nil
         if state.nodes[node.parent]?.children[node.name] == inode {
             state.nodes[node.parent]?.children[node.name] = nil
             state.nodes[node.parent]?.modified = Date().timeIntervalSince1970
@@ -299,10 +313,26 @@ public final class NoteTree: Sendable {
         if dropping { dropIfUnused(&state, inode) }
     }
 
+    /// Moves nodes shown as `name (2)` to the name they want once it is free again (the
+    /// note that held it was deleted or renamed); the kernel hears of it through
+    /// `pendingInvalidations`. Called at the end of every change that can free a name.
+    static func reclaimNames(_ state: inout State) {
+        for (inode, wanted) in state.displaced {
+            guard let node = state.nodes[inode], node.attached, let folder = state.nodes[node.parent],
+                  folder.children[wanted] == nil, folder.children[node.name] == inode
+            else { continue }
+            state.nodes[node.parent]?.children[node.name] = nil
+            var invalidations: [Invalidation] = [.entry(node.parent, node.name)]
+            attach(&state, inode, parent: node.parent, name: wanted, invalidations: &invalidations)
+            state.pendingInvalidations += invalidations
+        }
+    }
+
     static func dropIfUnused(_ state: inout State, _ inode: Inode) {
         guard let node = state.nodes[inode], !node.attached, node.lookups == 0, node.openCount == 0, inode > InodeNumbers.sharedRoot else { return }
         state.nodes[inode] = nil
         state.awaitingParent.remove(inode)
+        state.displaced[inode] = nil
         if let key = node.recordKey, state.index[key] == inode { state.index[key] = nil }
     }
 
@@ -386,6 +416,18 @@ public final class NoteTree: Sendable {
         case entry(Inode, String)
         /// A folder moved elsewhere: look it up at its new place (after the entries).
         case relink(Inode)
+    }
+
+    /// Sends what tree changes left in `pendingInvalidations` from another thread: a
+    /// kernel request that changed a folder holds that folder's lock in the kernel until
+    /// it is answered, and invalidating its entries before would wait for ever.
+    func invalidatePendingLater() {
+        let pending = state.withLock { state in
+            defer { state.pendingInvalidations = [] }
+            return state.pendingInvalidations
+        }
+        guard !pending.isEmpty else { return }
+        DispatchQueue.global().async { [self] in invalidate(pending) }
     }
 
     /// Tells the kernel, outside the lock, what it must look up or read again.

@@ -93,6 +93,20 @@ extension SyncEngine {
         requestUpload()
     }
 
+    /// notesd refused a note's name because another note holds it there (made elsewhere
+    /// while this one waited to upload): this one takes the next free `name (2)`, in the
+    /// mount at once, and goes up again; the other arrives with the zone's changes.
+    func nameAside(_ change: PendingChange) throws {
+        let local = change.record
+        let taken = try replica.names(in: local.zone, parent: local.parent).union([local.name])
+        let name = ConflictNames.aside(local.name, taken: taken)
+        guard let row = try replica.rename(local.key, dirty: local.dirty, to: name) else { return }
+        logger.warning("another note is called \(local.name) on notesd: the one made here is now \(name)")
+        show([row])
+        refetch(local.zone)
+        requestUpload()
+    }
+
     /// The version both sides share: the one the local change was made on.
     private func baseVersion(of local: ReplicaRecord) async -> RecordVersion? {
         guard let tag = local.changeTag else { return nil }
@@ -125,13 +139,26 @@ extension SyncEngine {
 /// Names of conflict copies: `plan (conflict, bob, 2026-11-22 14.05).md`, in local time,
 /// unique in their folder and within the file name limit.
 enum ConflictNames {
-    static func name(for original: String, account: String, at date: Date, taken: Set<String>) -> String {
-        var stem = original
-        var suffix = ""
-        if let dot = original.lastIndex(of: "."), dot != original.startIndex {
-            stem = String(original[..<dot])
-            suffix = String(original[dot...])
+    /// `plan.md` split as `plan` and `.md` (a leading dot is part of the stem).
+    static func split(_ name: String) -> (stem: String, suffix: String) {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return (name, "") }
+        return (String(name[..<dot]), String(name[dot...]))
+    }
+
+    /// `plan (2).md`, `plan (3).md`…: the first not in `taken`, within the name limit.
+    static func aside(_ original: String, taken: Set<String>) -> String {
+        var (stem, suffix) = split(original)
+        var attempt = 2
+        while true {
+            let tag = " (\(attempt))"
+            while (stem + tag + suffix).utf8.count > Limits.maxNameBytes && !stem.isEmpty { stem.removeLast() }
+            if !taken.contains(stem + tag + suffix) { return stem + tag + suffix }
+            attempt += 1
         }
+    }
+
+    static func name(for original: String, account: String, at date: Date, taken: Set<String>) -> String {
+        let (stem, suffix) = split(original)
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.dateFormat = "yyyy-MM-dd HH.mm"

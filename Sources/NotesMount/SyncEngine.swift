@@ -159,7 +159,7 @@ public final class SyncEngine: Sendable {
             if unsaved > 0 && ticks % 30 == 1 {
                 logger.error("\(unsaved) closed file(s) wait in memory: the disk of the local replica is full. Free some space; they are saved as soon as there is room.")
             }
-            let expired = tree.expireDetached(olderThan: 2)
+            let expired = tree.expireDetached(olderThan: NoteTree.sameNoteWindow)
             for key in expired {
                 do { try replica.deleteLocal(key) } catch { logger.error("\(error)") }
             }
@@ -189,7 +189,7 @@ public final class SyncEngine: Sendable {
                 rounds += 1
                 let batch = try replica.nextBatch(
                     limit: Limits.maxBatchItems, byteBudget: Limits.uploadBudgetBytes, skipping: stuck.withLock { $0 },
-                    cost: Self.encodedSize)
+                    holding: tree.holdsDelete, cost: Self.encodedSize)
                 guard !batch.isEmpty else { return }
                 guard try await upload(batch) else { return }
             }
@@ -314,6 +314,8 @@ public final class SyncEngine: Sendable {
                 logger.notice("\(record.name) holds notes added elsewhere meanwhile: it stays")
                 try replica.discardLocal(key)
                 refetch(zone)
+            case .constraintViolation where !record.deleted:
+                try nameAside(change)
             case .permissionFailure, .notAuthenticated:
                 logger.error("notesd refused \(record.name): \(item.message)")
                 if !record.deleted && record.recordType != .folder {
@@ -333,7 +335,7 @@ public final class SyncEngine: Sendable {
 
     /// Forgets where the zone's changes were read up to, so the next fetch brings back
     /// the server's state of everything in it.
-    private func refetch(_ zone: ZoneID) {
+    func refetch(_ zone: ZoneID) {
         _ = refetchZones.withLock { $0.insert(zone) }
         requestFetch()
     }

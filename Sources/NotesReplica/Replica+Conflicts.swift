@@ -138,6 +138,20 @@ extension Replica {
         }
     }
 
+    /// Gives a queued record another name and queues it again (notesd refused its name:
+    /// another note holds it). `nil` if the row changed meanwhile.
+    public func rename(_ key: RecordKey, dirty: Int64, to name: String) throws(ReplicaError) -> ReplicaRecord? {
+        try write("rename \(key)") { db in
+            guard var row = try Self.row(db, key), row.dirty == dirty else { return nil }
+            row.name = name
+            row.dirty = nextDirty()
+            try db.execute(
+                sql: "UPDATE records SET name = ?, dirty = ? WHERE owner = ? AND zone = ? AND record_name = ?",
+                arguments: [name, row.dirty, key.zone.owner, key.zone.name, key.recordName])
+            return row
+        }
+    }
+
     /// Moves a queued record to its zone's root (its folder is gone on the server).
     public func moveToRoot(_ key: RecordKey, dirty: Int64) throws(ReplicaError) -> ReplicaRecord? {
         try write("move \(key) to the zone's root") { db in

@@ -145,6 +145,7 @@ public final class Replica: Sendable {
     /// Queues the delete of a record. The row stays (marked) even if it was never
     /// uploaded: an upload of its creation may be under way, and its answer must find
     /// the row to learn that the record now exists on the server and needs deleting.
+    /// A later `saveLocal` of the same record takes the delete back.
     public func deleteLocal(_ key: RecordKey, durable: Bool = false) throws(ReplicaError) {
         let dirty = nextDirty()
         try write("delete \(key) in the replica", durable: durable) { db in
@@ -193,17 +194,30 @@ public final class Replica: Sendable {
     /// content than `byteBudget` as `cost` counts it, except that the first always goes
     /// (alone, if it is that large). Rows are read one at a time, so a queue of large
     /// files never sits in memory whole.
+    ///
+    /// A delete that `holding` says to keep back (a file removed a moment ago may be made
+    /// again under its name as the same note, and then its delete must never reach
+    /// notesd) stops its zone: nothing of that zone behind it goes either, so that queue
+    /// order (children before their folder, a freed name before its next owner) holds on
+    /// the server. Other zones go on.
     public func nextBatch(
-        limit: Int, byteBudget: Int, skipping: Set<RecordKey>, cost: @escaping ([UInt8]?, RecordType) -> Int
+        limit: Int, byteBudget: Int, skipping: Set<RecordKey>, holding: (RecordKey) -> Bool,
+        cost: @escaping ([UInt8]?, RecordType) -> Int
     ) throws(ReplicaError) -> [PendingChange] {
         try read("read the upload queue") { db in
             var batch: [PendingChange] = []
             var spent = 0
+            var held: Set<ZoneID> = []
             let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.metadataColumns), content FROM records WHERE dirty > 0 ORDER BY dirty")
             while let row = try rows.next() {
                 let change = Self.pendingChange(row)
-                guard !skipping.contains(change.record.key) else { continue }
+                guard !skipping.contains(change.record.key), !held.contains(change.record.zone) else { continue }
                 if let zone = batch.first?.record.zone, change.record.zone != zone { continue }
+                if change.record.deleted && holding(change.record.key) {
+                    guard batch.isEmpty else { break }
+                    held.insert(change.record.zone)
+                    continue
+                }
                 let price = change.record.deleted ? 0 : cost(change.content, change.record.recordType)
                 if !batch.isEmpty && spent + price > byteBudget { break }
                 batch.append(change)

@@ -62,7 +62,7 @@ extension SQLiteStore {
             else { return nil }
             let stored: Data = row["secret_hash"]
             guard TokenSecrets.constantTimeEqual(Array(stored), presented) else { return nil }
-            if let expiry: Double = row["expires_at"], expiry < Date().storedValue { return nil }
+            if let expiry: Double = row["expires_at"], expiry < self.clock().storedValue { return nil }
             return Self.account(from: row)
         }
     }

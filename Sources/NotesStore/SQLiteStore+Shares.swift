@@ -192,7 +192,7 @@ extension SQLiteStore {
                         : "\(share.owner) removed you from this share; ask them to invite you again.")
                 }
                 // An expired public link answers like one that does not exist.
-                if let expiresAt, Date().timeIntervalSince1970 >= expiresAt { throw unknown }
+                if let expiresAt, self.clock().timeIntervalSince1970 >= expiresAt { throw unknown }
                 if let salt, let hash {
                     guard let password else {
                         throw NotesError(.permissionFailure, "This link needs a password; ask \(share.owner) for it and pass it with --password.")
@@ -224,7 +224,7 @@ extension SQLiteStore {
             let expiresAt: Double? = link[2]
             let passwordHash: Data? = link[3]
             guard (link[1] as String) != PublicPermission.none.rawValue, passwordHash == nil,
-                  expiresAt.map({ Date().timeIntervalSince1970 < $0 }) ?? true
+                  expiresAt.map({ self.clock().timeIntervalSince1970 < $0 }) ?? true
             else { throw unknown }
             let share = try Self.loadShare(db, id: link[0])
             let records = try Row.fetchAll(

@@ -2,7 +2,7 @@
 @preconcurrency import Glibc
 #endif
 public import NotesModel
-import Foundation
+public import Foundation
 import GRDB
 public import Logging
 
@@ -14,10 +14,16 @@ public final class SQLiteStore: RecordStore {
     let pool: DatabasePool
     let logger: Logger
     let onChange: @Sendable ([ChangeNotice]) -> Void
+    /// The time of day for expiries and record times; tests pass a clock they move.
+    let clock: @Sendable () -> Date
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     /// - Parameter onChange: called after each commit with the accounts to notify.
-    public init(path: String, logger: Logger = Logger(label: "notes.store"), onChange: @escaping @Sendable ([ChangeNotice]) -> Void = { _ in }) throws(NotesError) {
+    /// - Parameter clock: what "now" is (token and link expiry, record times).
+    public init(
+        path: String, logger: Logger = Logger(label: "notes.store"), clock: @escaping @Sendable () -> Date = { Date() },
+        onChange: @escaping @Sendable ([ChangeNotice]) -> Void = { _ in }
+    ) throws(NotesError) {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
@@ -36,6 +42,7 @@ public final class SQLiteStore: RecordStore {
             throw NotesError(.serviceUnavailable, "Cannot open the database at \(path): \(error). Check that the data directory exists and is writable.")
         }
         self.logger = logger
+        self.clock = clock
         self.onChange = onChange
     }
 
@@ -50,7 +57,7 @@ public final class SQLiteStore: RecordStore {
         let outcome: (T, Set<ChangeNotice>)
         do {
             outcome = try writeNow { db in
-                let context = try WriteContext(db: db)
+                let context = try WriteContext(db: db, now: clock())
                 let value = try body(context)
                 try context.finish()
                 return (value, context.notices)
@@ -136,9 +143,9 @@ final class WriteContext: @unchecked Sendable {
     private let startSeq: Int64
     var notices: Set<ChangeNotice> = []
 
-    init(db: Database) throws {
+    init(db: Database, now: Date) throws {
         self.db = db
-        self.now = Date()
+        self.now = now
         let current = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM counters WHERE name = 'seq'")) ?? 0
         self.seq = current
         self.startSeq = current

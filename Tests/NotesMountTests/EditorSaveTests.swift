@@ -65,7 +65,7 @@ struct EditorSaveTests {
             return accepted
         })
         // one more version, and no stray records (temporaries, backups) on the server
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await queueDrained(people.aliceMount))
         #expect(try await people.alice.versions(of: note.recordName, in: work).count == versionsBefore + 1)
         let everything = try await people.alice.zoneChanges(work, since: nil)
         #expect(everything.records.map(\.name) == ["plan.md"], "stray records: \(everything.records.map(\.name))")
@@ -80,7 +80,7 @@ struct EditorSaveTests {
         }
         #expect(Shell.run("printf '# real' > real.md", in: folder).status == 0)
         #expect(await eventually { (try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records.count) == 1 })
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await queueDrained(people.aliceMount))
         #expect(try await people.alice.zoneChanges(people.aliceDefault, since: nil).records.map(\.name) == ["real.md"])
         let listing = Shell.run("ls -A", in: folder).stdout.split(separator: "\n").map(String.init).sorted()
         #expect(listing == (names + ["real.md"]).sorted())

@@ -68,6 +68,16 @@ func fileText(_ path: String) -> String? {
     try? String(contentsOfFile: path, encoding: .utf8)
 }
 
+/// Waits until `mount` has nothing left to upload (its replica's queue is empty): the
+/// condition to wait for before asserting what is *not* on notesd.
+func queueDrained(_ mount: MountProcess, _ seconds: Double = 20) async -> Bool {
+    let replicas = ((try? FileManager.default.contentsOfDirectory(atPath: mount.cacheDir)) ?? []).filter { $0.hasSuffix(".replica.sqlite") }
+    guard let replica = replicas.first else { return false }
+    return await eventually(seconds) {
+        Shell.run("sqlite3 '\(mount.cacheDir)/\(replica)' 'SELECT COUNT(*) FROM records WHERE dirty > 0'").stdout == "0\n"
+    }
+}
+
 /// Polls `condition` until it holds or `seconds` pass.
 func eventually(_ seconds: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)

@@ -66,14 +66,20 @@ struct PosixTests {
         try await people.daemon.stop()
         #expect(Shell.run("mkdir Work", in: people.aliceMount.path("private")).status == 0)
         let work = people.aliceMount.path("private/Work")
-        // (Debian's python itself, not a shim that would look the folder up again.)
-        let script = "import os, time\nos.chdir('\(work)')\ntime.sleep(3)\nprint(os.getcwd())\nopen('here.md', 'w').write('ok')\nprint(open('here.md').read())"
+        // (Debian's python itself, not a shim that would look the folder up again; it goes
+        // on when the test says so: no timing involved.)
+        let go = "/tmp/go-\(UUID().uuidString.prefix(8))"
+        let ready = go + ".ready"
+        defer { try? FileManager.default.removeItem(atPath: go); try? FileManager.default.removeItem(atPath: ready) }
+        let script = "import os, time\nos.chdir('\(work)')\nopen('\(ready)', 'w').close()\nwhile not os.path.exists('\(go)'): time.sleep(0.01)\nprint(os.getcwd())\nopen('here.md', 'w').write('ok')\nprint(open('here.md').read())"
         let standing = Task.detached { Shell.run("/usr/bin/python3 -c \"\(script)\"") }
+        #expect(await eventually(20) { FileManager.default.fileExists(atPath: ready) })
 
         // When notesd comes back and the folder is uploaded and seen on the server
-        try await Task.sleep(for: .milliseconds(300))
         try await people.daemon.restart()
         #expect(await eventually { (try? await people.alice.zones(scope: .private).map(\.id.name).contains("Work")) == true })
+        #expect(await queueDrained(people.aliceMount))
+        FileManager.default.createFile(atPath: go, contents: nil)
 
         // Then the folder is still where the shell stands: getcwd works, relative paths too
         let result = await standing.value
@@ -87,14 +93,20 @@ struct PosixTests {
         let folder = try await people.saveFolder(people.alice, zone: work, name: "Folder")
         let inside = people.aliceMount.path("private/Work/Folder")
         #expect(await eventually { FileManager.default.fileExists(atPath: inside) })
-        let script = "import os, time\nos.chdir('\(inside)')\ntime.sleep(2.5)\nprint(os.getcwd())"
+        // (it asks for its working directory once the test says so: no timing involved)
+        let go = "/tmp/go-\(UUID().uuidString.prefix(8))"
+        let ready = go + ".ready"
+        defer { try? FileManager.default.removeItem(atPath: go); try? FileManager.default.removeItem(atPath: ready) }
+        let script = "import os, time\nos.chdir('\(inside)')\nopen('\(ready)', 'w').close()\nwhile not os.path.exists('\(go)'): time.sleep(0.01)\nprint(os.getcwd())"
         let standing = Task.detached { Shell.run("/usr/bin/python3 -c \"\(script)\"") }
+        #expect(await eventually(20) { FileManager.default.fileExists(atPath: ready) })
 
-        // When the folder is renamed from elsewhere
-        try await Task.sleep(for: .milliseconds(500))
+        // When the folder is renamed from elsewhere, and the mount has shown it
         _ = try await people.alice.modify(ModifyRequest(zone: work, saves: [
             RecordSave(recordName: folder.recordName, recordType: .folder, name: "Renamed", changeTag: folder.changeTag),
         ]))
+        #expect(await eventually(20) { FileManager.default.fileExists(atPath: people.aliceMount.path("private/Work/Renamed")) })
+        FileManager.default.createFile(atPath: go, contents: nil)
 
         // Then the process still has a working directory, under the new name
         let result = await standing.value

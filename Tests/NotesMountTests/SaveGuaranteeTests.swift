@@ -105,11 +105,7 @@ struct SaveGuaranteeTests {
         try await people.daemon.restart()
 
         // Then every file reaches it whole, without a refused request
-        let replica = "\(people.aliceMount.cacheDir)/alice.replica.sqlite"
-        let drained = await eventually(90) {
-            Shell.run("sqlite3 '\(replica)' 'SELECT COUNT(*) FROM records WHERE dirty > 0'").stdout == "0\n"
-        }
-        #expect(drained, "\(people.aliceMount.log().suffix(3000))")
+        #expect(await queueDrained(people.aliceMount, 90), "\(people.aliceMount.log().suffix(3000))")
         for index in 0..<6 {
             let recordName = try #require(xattr(people.aliceMount.path("private/blob-\(index).bin"), "record"))
             let record = try #require(try await people.alice.records([recordName], in: people.aliceDefault).first)

@@ -181,6 +181,25 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases)
+    func anExpiredLinkAnswersLikeAnUnknownOneOnTheStoresClock(_ backend: Backend) async throws {
+        // Given a public link that expires in a minute
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "plan", publicPermission: .readOnly), actor: Fixture.alice)
+        let updated = try await f.store.updateShare(id: share.id, ShareUpdate(publicExpiresIn: 60), actor: Fixture.alice)
+        #expect(updated.publicExpiresAt.map { abs($0.timeIntervalSince(f.clock.now) - 60) < 0.01 } == true)
+        // When the clock is short of it, the page serves; once it passes, page and accept answer "unknown"
+        f.clock.advance(by: 59.9)
+        #expect(try await f.store.publicShare(urlToken: share.urlToken).records.contains { $0.recordName == "plan" })
+        f.clock.advance(by: 0.2)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.publicShare(urlToken: share.urlToken) }
+        await f.expectFailure(.unknownItem) { _ = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.carol) }
+        // Then 0 removes the expiry, and the link works again
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicExpiresIn: 0), actor: Fixture.alice)
+        #expect(try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.carol).participant(named: Fixture.carol) != nil)
+    }
+
+    @Test(arguments: Backend.allCases)
     func publicLinksAndEmailInvitations(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         try await Self.tree(f)

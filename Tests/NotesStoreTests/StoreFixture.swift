@@ -1,7 +1,15 @@
 import Foundation
 import NotesModel
 import NotesStore
+import Synchronization
 import Testing
+
+/// The store's "now", moved by the test: expiries are tested without waiting.
+final class ManualClock: Sendable {
+    private let current = Mutex(Date())
+    var now: Date { current.withLock { $0 } }
+    func advance(by seconds: Double) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
 
 /// A backend the conformance suite runs against. PostgreSQL joins this list when it
 /// exists; every test below then runs against both.
@@ -9,12 +17,12 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite
     var testDescription: String { rawValue }
 
-    func makeStore() throws -> any RecordStore {
+    func makeStore(clock: ManualClock) throws -> any RecordStore {
         switch self {
         case .sqlite:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notes-store-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            return try SQLiteStore(path: folder.appendingPathComponent("notes.sqlite").path)
+            return try SQLiteStore(path: folder.appendingPathComponent("notes.sqlite").path, clock: { clock.now })
         }
     }
 }
@@ -22,11 +30,12 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// A fresh store with three accounts, and helpers that keep tests short.
 struct Fixture {
     let store: any RecordStore
+    let clock = ManualClock()
     static let alice = "alice", bob = "bob", carol = "carol"
     var aliceZone: ZoneID { ZoneID(owner: Self.alice, name: ZoneID.defaultZoneName) }
 
     init(_ backend: Backend) async throws {
-        store = try backend.makeStore()
+        store = try backend.makeStore(clock: clock)
         _ = try await store.createAccount(name: Self.alice, email: "alice@example.com", isAdmin: true)
         _ = try await store.createAccount(name: Self.bob, email: "bob@example.com", isAdmin: false)
         _ = try await store.createAccount(name: Self.carol, email: nil, isAdmin: false)

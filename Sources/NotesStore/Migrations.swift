@@ -137,6 +137,23 @@ enum Migrations {
                 ALTER TABLE shares ADD COLUMN password_hash BLOB;
                 """)
         }
+        migrator.registerMigration("v3: a record's history belongs to that record") { db in
+            try db.execute(sql: """
+                -- A record name can be used again once its record is deleted; each use is a
+                -- new record whose history starts empty. `created_seq`, the sequence number
+                -- of the save that created it, tells the uses apart in `versions`, so a
+                -- record made under a deleted one's name never reads that one's history.
+                ALTER TABLE records ADD COLUMN created_seq INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE versions ADD COLUMN created_seq INTEGER NOT NULL DEFAULT 0;
+                -- Rows from before: versions older than the record now holding the name
+                -- belong to an earlier use of it.
+                UPDATE versions SET created_seq = -1 WHERE modified_at < (
+                    SELECT r.created_at FROM records r
+                    WHERE r.owner = versions.owner AND r.zone = versions.zone AND r.record_name = versions.record_name);
+                DROP INDEX versions_by_record;
+                CREATE INDEX versions_by_record ON versions(owner, zone, record_name, created_seq, seq);
+                """)
+        }
         return migrator
     }
 }

@@ -84,10 +84,10 @@ final class RecordWriter {
             }
             try SharingRules.check(.createRecord, standing: access.standing(forShare: newShare), what: "that folder")
             try db.cachedStatement(sql: """
-                INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id, created_seq)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", save.body, save.bytes,
-                                 context.now.storedValue, context.now.storedValue, actor, seq, newShare])
+                                 context.now.storedValue, context.now.storedValue, actor, seq, newShare, seq])
         }
         // The saved record goes back without its content: the client sent it and has it.
         let saved = NotesModel.Record(

@@ -221,9 +221,15 @@ extension SQLiteStore {
             guard record.map({ access.canRead(shareID: $0.shareID) }) ?? access.isOwner else {
                 throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
             }
+            // This record's own history: not that of an earlier record deleted under the same
+            // name (for a deleted record, the owner reads its last use's).
+            let createdSeq = try Int64.fetchOne(db.cachedStatement(sql: record != nil
+                ? "SELECT created_seq FROM records WHERE owner = ? AND zone = ? AND record_name = ?"
+                : "SELECT created_seq FROM versions WHERE owner = ? AND zone = ? AND record_name = ? ORDER BY seq DESC LIMIT 1"),
+                arguments: [zone.owner, zone.name, recordName]) ?? 0
             let older = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? ORDER BY seq DESC
-                """), arguments: [zone.owner, zone.name, recordName]).map { row in
+                SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ? ORDER BY seq DESC
+                """), arguments: [zone.owner, zone.name, recordName, createdSeq]).map { row in
                 let parent: String = row["parent"]
                 return RecordVersion(changeTag: StoredRecord.changeTag(row["seq"]), name: row["name"], parent: parent.isEmpty ? nil : parent,
                                      body: row["body"], size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"]))

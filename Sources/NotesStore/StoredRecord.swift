@@ -57,9 +57,9 @@ enum StoredRecord {
     /// deleted; the versions table holds every state but the current one.
     static func keepVersion(_ db: Database, _ recordName: String, in zone: ZoneID) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at)
+            INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at, created_seq)
             SELECT owner, zone, record_name, seq, name, parent, body,
-                   COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0), modified_by, modified_at
+                   COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0), modified_by, modified_at, created_seq
             FROM records WHERE owner = ? AND zone = ? AND record_name = ?
             """).execute(arguments: [zone.owner, zone.name, recordName])
     }

@@ -180,6 +180,45 @@ import Testing
         await f.expectFailure(.permissionFailure) { _ = try await f.all(as: Fixture.bob) }
     }
 
+    /// Issue 14: versions were looked up by record name alone, so a record made under the
+    /// name of a deleted one read that one's history, outside any share.
+    @Test(arguments: Backend.allCases)
+    func aRecordMadeUnderADeletedOnesNameDoesNotReadItsHistory(_ backend: Backend) async throws {
+        // Given a private note with two versions, deleted, and bob a read-write participant of Work
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let secret = try await f.note("secret", "secret.md", body: "salary: 1")
+        try await f.save([RecordSave(recordName: "secret", recordType: .note, name: "secret.md", body: "salary: 2", changeTag: secret.changeTag)])
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "secret")]), actor: Fixture.alice)
+        _ = try await f.shareWithBob("work", permission: .readWrite)
+
+        // When bob creates a note inside the share under that record name
+        try await f.note("secret", "mine.md", body: "bob's", parent: "work", as: Fixture.bob)
+
+        // Then its history is its own, for him and for alice
+        for actor in [Fixture.bob, Fixture.alice] {
+            let versions = try await f.store.versions(of: "secret", in: f.aliceZone, actor: actor)
+            #expect(versions.map(\.body) == ["bob's"], "as \(actor)")
+        }
+        // And a deleted record's own history stays readable by its owner (for restoring)
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "secret")]), actor: Fixture.alice)
+        #expect(try await f.store.versions(of: "secret", in: f.aliceZone, actor: Fixture.alice).map(\.body) == ["bob's"])
+        await f.expectFailure(.unknownItem) { _ = try await f.store.versions(of: "secret", in: f.aliceZone, actor: Fixture.bob) }
+    }
+
+    /// The rule, as Google Docs and Dropbox have it: whoever may read a note reads all of
+    /// its history, also from before it was shared with them.
+    @Test(arguments: Backend.allCases)
+    func participantsReadTheHistoryFromBeforeTheyJoined(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let plan = try await f.all()["plan"]!
+        try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "work", body: "the plan, v2", changeTag: plan.changeTag)])
+        _ = try await f.shareWithBob("work", permission: .readOnly)
+        #expect(try await f.store.versions(of: "plan", in: f.aliceZone, actor: Fixture.bob).map(\.body) == ["the plan, v2", "the plan"])
+        await f.expectFailure(.unknownItem) { _ = try await f.store.versions(of: "inbox", in: f.aliceZone, actor: Fixture.bob) }
+    }
+
     @Test(arguments: Backend.allCases)
     func anExpiredLinkAnswersLikeAnUnknownOneOnTheStoresClock(_ backend: Backend) async throws {
         // Given a public link that expires in a minute

@@ -15,7 +15,15 @@ public enum MountRunner {
     public static func run(mountpoint: String, client: NotesClient, cacheDirectory: String, conflictMarkers: Bool = false, logger: Logger) async throws {
         try ReplicaLocation.prepare(cacheDirectory)
         let account = try await accountName(client: client, cacheDirectory: cacheDirectory, logger: logger)
-        let replica = try Replica(path: ReplicaLocation.path(in: cacheDirectory, account: account))
+        let replicaPath = ReplicaLocation.path(in: cacheDirectory, account: account)
+        let claim: Int32
+        do {
+            claim = try ReplicaLocation.claim(replicaPath)
+        } catch let error as ReplicaError {
+            throw NotesError(.constraintViolation, error.message)
+        }
+        defer { close(claim) }
+        let replica = try Replica(path: replicaPath)
         try replica.setMeta("account", account)
 
         // The tree asks the engine for uploads; the engine is made after the tree.
@@ -33,6 +41,8 @@ public enum MountRunner {
             throw NotesError(.invalidArguments, "Cannot mount at \(mountpoint): \(String(cString: strerror(error.errno))). Is /dev/fuse there and the folder empty?")
         }
         tree.attach(mount)
+        ReplicaLocation.register(ReplicaLocation.Registration(mountpoint: mountpoint, replica: replicaPath, account: account, pid: getpid()))
+        defer { ReplicaLocation.unregister(mountpoint: mountpoint) }
         logger.info("mounted \(account)'s notes at \(mountpoint) (replica in \(cacheDirectory))")
 
         for signalNumber in [SIGTERM, SIGINT, SIGHUP] { signal(signalNumber, SIG_IGN) }

@@ -326,8 +326,9 @@ public final class SyncEngine: Sendable {
                 }
                 refetch(zone)
             default:
-                logger.error("notesd refused \(record.name): \(item.message) It stays queued and is retried when the mount restarts.")
+                logger.error("notesd refused \(record.name): \(item.message) It stays queued (`notes status` lists it) and is retried when the mount restarts.")
                 _ = stuck.withLock { $0.insert(key) }
+                try? replica.refuse(key, reason: item.message)
             }
         }
         return true

@@ -177,7 +177,7 @@ public final class Replica: Sendable {
                     size = excluded.size, share_id = COALESCE(excluded.share_id, records.share_id),
                     change_tag = CASE WHEN ?17 THEN records.change_tag ELSE excluded.change_tag END,
                     modified_at = excluded.modified_at, modified_by = excluded.modified_by,
-                    dirty = excluded.dirty, deleted = excluded.deleted
+                    dirty = excluded.dirty, deleted = excluded.deleted, refusal = NULL
                 """
         ).execute(
             arguments: [
@@ -228,6 +228,35 @@ public final class Replica: Sendable {
         }
     }
 
+    /// Notes why notesd refused a queued change that stays queued.
+    public func refuse(_ key: RecordKey, reason: String) throws(ReplicaError) {
+        try write("note why \(key) was refused") { db in
+            try db.execute(
+                sql: "UPDATE records SET refusal = ? WHERE owner = ? AND zone = ? AND record_name = ? AND dirty > 0",
+                arguments: [reason, key.zone.owner, key.zone.name, key.recordName])
+        }
+    }
+
+    /// A queued change as `notes status` lists it.
+    public struct Waiting: Sendable, Encodable {
+        public var zone: String
+        public var name: String
+        public var change: String
+        /// notesd's reason, when it refused the change; nil while it only waits.
+        public var refusal: String?
+    }
+
+    /// Every queued change, oldest first.
+    public func waiting() throws(ReplicaError) -> [Waiting] {
+        try read("read the upload queue") { db in
+            try Row.fetchAll(db, sql: "SELECT owner, zone, name, deleted, change_tag, refusal FROM records WHERE dirty > 0 ORDER BY dirty").map { row in
+                let owner: String = row[0], zone: String = row[1]
+                let deleted: Bool = row[3], tag: String? = row[4]
+                return Waiting(zone: "\(owner)/\(zone)", name: row[2], change: deleted ? "delete" : (tag == nil ? "create" : "save"), refusal: row[5])
+            }
+        }
+    }
+
     /// The number of local changes not uploaded yet.
     public func pendingCount() throws(ReplicaError) -> Int {
         try read("count the upload queue") { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE dirty > 0") ?? 0 }
@@ -239,7 +268,7 @@ public final class Replica: Sendable {
         try write("mark \(key) uploaded") { db in
             try db.cachedStatement(
                 sql: """
-                    UPDATE records SET change_tag = ?, share_id = ?, modified_by = ?,
+                    UPDATE records SET change_tag = ?, share_id = ?, modified_by = ?, refusal = NULL,
                         dirty = CASE WHEN dirty = ? THEN 0 ELSE dirty END
                     WHERE owner = ? AND zone = ? AND record_name = ?
                     """

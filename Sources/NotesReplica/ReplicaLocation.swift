@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
-import Foundation
+public import Foundation
 
 /// Where mounts keep their replicas, spelled once for the mount, `notes status` and
 /// the tests: the folder (`$XDG_CACHE_HOME/notes`, else `~/.cache/notes`) and one
@@ -45,6 +45,84 @@ public enum ReplicaLocation {
         try ownerOnly(directory, mode: 0o700)
         for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
             try? ownerOnly("\(directory)/\(file)", mode: 0o600)
+        }
+    }
+
+    // MARK: One mount per replica, and where each mount keeps its replica
+
+    /// Takes the replica at `path` for this process until it exits (an advisory lock on
+    /// `path.lock`): two mounts writing one replica would each believe the other's queue
+    /// is theirs. Throws with the other mount's process when it is taken.
+    public static func claim(_ path: String) throws -> Int32 {
+        let lockPath = path + ".lock"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let holder = (try? String(contentsOfFile: lockPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            close(descriptor)
+            throw ReplicaError(
+                message: "Another mount (process \(holder)) already uses the replica \(path). Unmount it first (`notes unmount DIR`), or give this mount its own --cache-dir.",
+                diskFull: false)
+        }
+        _ = ftruncate(descriptor, 0)
+        let pid = Array("\(getpid())\n".utf8)
+        _ = pid.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        return descriptor
+    }
+
+    /// What a running mount tells `notes status`: where it is and where its replica is.
+    public struct Registration: Codable, Sendable {
+        public var mountpoint: String
+        public var replica: String
+        public var account: String
+        public var pid: Int32
+        public init(mountpoint: String, replica: String, account: String, pid: Int32) {
+            self.mountpoint = mountpoint
+            self.replica = replica
+            self.account = account
+            self.pid = pid
+        }
+    }
+
+    /// The folder of registrations: in the user's own default cache folder, so that
+    /// `notes status` finds every mount of this user, whatever `--cache-dir` each has,
+    /// and no one else's.
+    static func registry(environment: [String: String]) -> String {
+        "\(defaultDirectory(environment: environment))/mounts"
+    }
+
+    static func registrationPath(_ mountpoint: String, environment: [String: String]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in mountpoint.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return "\(registry(environment: environment))/\(String(hash, radix: 16)).json"
+    }
+
+    /// Records a running mount (replacing what an earlier mount at the same place left).
+    public static func register(_ registration: Registration, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let folder = registry(environment: environment)
+        try? prepare(folder)
+        let path = registrationPath(registration.mountpoint, environment: environment)
+        try? ownerOnly(path)
+        try? JSONEncoder().encode(registration).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Forgets a mount that is ending.
+    public static func unregister(mountpoint: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        try? FileManager.default.removeItem(atPath: registrationPath(mountpoint, environment: environment))
+    }
+
+    /// The mounts of this user whose process still runs.
+    public static func registrations(environment: [String: String] = ProcessInfo.processInfo.environment) -> [Registration] {
+        let folder = registry(environment: environment)
+        return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted().compactMap { file in
+            guard let data = FileManager.default.contents(atPath: "\(folder)/\(file)"),
+                  let registration = try? JSONDecoder().decode(Registration.self, from: data),
+                  kill(registration.pid, 0) == 0 || errno == EPERM
+            else { return nil }
+            return registration
         }
     }
 

@@ -66,6 +66,14 @@ enum ReplicaMigrations {
                 );
                 """)
         }
+        migrator.registerMigration("v3: refusals") { db in
+            try db.execute(sql: """
+                -- Why notesd refused a queued change that the mount could not settle by itself
+                -- (NULL while it only waits): `notes status` shows it. A new local change or
+                -- the server's acceptance clears it.
+                ALTER TABLE records ADD COLUMN refusal TEXT;
+                """)
+        }
         return migrator
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import ArgumentParser
 import Foundation
 import NotesClient
@@ -10,7 +13,7 @@ struct Status: AsyncParsableCommand {
         abstract: "Show whether notesd is reachable, the mounts, and the changes waiting for upload.",
         discussion: "Example:\n  notes status\n  notes status --json | jq .queued\n\nConflict copies are listed by their place in the mount (private/plan (conflict, bob, 2026-11-22 14.05).md)\nuntil you delete them.")
 
-    @Option(help: "Folder of the mounts' replicas (default: $XDG_CACHE_HOME/notes or ~/.cache/notes).")
+    @Option(help: "Also read the replicas in this folder (every running mount of yours is found without it).")
     var cacheDir: String?
 
     @OptionGroup var options: ClientOptions
@@ -20,26 +23,41 @@ struct Status: AsyncParsableCommand {
         var account: String?
         var mounts: [String]
         var queued: Int
+        /// Each queued change, with notesd's reason when it refused it.
+        var waiting: [Replica.Waiting]
         var conflicts: [String]
     }
 
     func run() async throws {
         try await runReporting {
-            var report = Report(daemon: "offline", account: nil, mounts: notesMounts(), queued: 0, conflicts: [])
+            // This user's mounts, wherever each keeps its replica (they register in the
+            // user's own cache folder), and the replicas of the default or given folder.
+            let mounted = Set(notesMounts())
+            let registrations = ReplicaLocation.registrations().filter { mounted.contains($0.mountpoint) }
+            var report = Report(daemon: "offline", account: nil, mounts: registrations.map(\.mountpoint), queued: 0, waiting: [], conflicts: [])
             if let account = try? await options.client().whoami() {
                 report.daemon = "online"
                 report.account = account.name
             }
-            let cache = cacheDir ?? ReplicaLocation.defaultDirectory()
-            for account in ReplicaLocation.accounts(in: cache) {
-                guard let replica = try? Replica(path: ReplicaLocation.path(in: cache, account: account)) else { continue }
+            var replicas = registrations.map(\.replica)
+            for folder in [ReplicaLocation.defaultDirectory()] + (cacheDir.map { [$0] } ?? []) {
+                replicas += ReplicaLocation.accounts(in: folder).map { ReplicaLocation.path(in: folder, account: $0) }
+            }
+            var seen = Set<String>()
+            for path in replicas where seen.insert(URL(fileURLWithPath: path).standardizedFileURL.path).inserted {
+                guard let replica = try? Replica(path: path) else { continue }
                 report.queued += (try? replica.pendingCount()) ?? 0
+                report.waiting += (try? replica.waiting()) ?? []
                 report.conflicts += ((try? replica.conflicts()) ?? []).map(\.path)
             }
             try options.emit(report) {
                 var lines = [report.daemon == "online" ? "notesd: online, signed in as \(report.account ?? "?")" : "notesd: offline (mounts keep working from their replicas)"]
                 lines.append(report.mounts.isEmpty ? "mounts: none (`notes mount ~/Notes` starts one)" : "mounts: " + report.mounts.joined(separator: ", "))
                 lines.append("queued: \(report.queued) change\(report.queued == 1 ? "" : "s") waiting for upload")
+                lines += report.waiting.prefix(50).map { item in
+                    "  \(item.change) \(item.zone)/\(item.name)" + (item.refusal.map { ": refused: \($0)" } ?? "")
+                }
+                if report.waiting.count > 50 { lines.append("  … and \(report.waiting.count - 50) more (`notes status --json` lists all)") }
                 if report.conflicts.isEmpty {
                     lines.append("conflicts: none")
                 } else {
@@ -52,12 +70,16 @@ struct Status: AsyncParsableCommand {
     }
 }
 
-/// Mount points of notes file systems, from the kernel's mount table.
+/// Mount points of this user's notes file systems, from the kernel's mount table (a
+/// FUSE mount names its owner as `user_id=` in its options).
 func notesMounts() -> [String] {
     guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
+    let owner = "user_id=\(getuid())"
     return table.split(separator: "\n").compactMap { line in
         let fields = line.split(separator: " ")
-        guard fields.count > 4, line.contains(" - fuse.notes ") else { return nil }
+        guard fields.count > 4, line.contains(" - fuse.notes "),
+              line.split(separator: " ").last?.split(separator: ",").contains(where: { $0 == owner }) == true
+        else { return nil }
         return String(fields[4])
     }
 }

@@ -328,8 +328,10 @@ struct OfflineTests {
         mount.log().split(separator: "\n").filter { !$0.contains(" debug ") }.suffix(80).joined(separator: "\n")
     }
 
+    /// `notes status --json` as the mount's user sees it: no --cache-dir, the running
+    /// mount is found through its registration.
     static func status(_ mount: MountProcess, _ daemon: DaemonProcess) -> [String: Any]? {
-        let result = Shell.run("'\(MountProcess.notesBinary)' status --json --cache-dir '\(mount.cacheDir)' --socket '\(daemon.socket)'")
+        let result = Shell.run("'\(MountProcess.notesBinary)' status --json --socket '\(daemon.socket)'", environment: ["XDG_CACHE_HOME": mount.xdgCache])
         return try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
     }
 }

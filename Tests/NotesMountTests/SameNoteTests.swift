@@ -121,3 +121,47 @@ struct SameNoteTests {
         #expect(bothThere, "alice: \(people.aliceMount.log().suffix(2000))\nbob: \(people.bobMount?.log().suffix(2000) ?? "")")
     }
 }
+
+/// `notes status` finds the user's mounts by itself and lists what waits, and one
+/// replica serves one mount.
+@Suite(.serialized, .enabled(if: MountProcess.fuseAvailable, "needs /dev/fuse"))
+struct StatusTests {
+    @Test func statusListsEachWaitingChangeOfEveryMountWithoutBeingToldWhere() async throws {
+        // Given a mount whose replica is in a folder of its own, and notesd stopped
+        let people = try await TwoMounts()
+        let root = people.aliceMount.path("private")
+        try await people.daemon.stop()
+        // When a note is made
+        #expect(Shell.run("printf 'waits\\n' > waiting.md", in: root).status == 0)
+        // Then `notes status` (no --cache-dir) shows the mount and the change waiting
+        let status = OfflineTests.status(people.aliceMount, people.daemon)
+        #expect(status?["daemon"] as? String == "offline")
+        #expect(status?["mounts"] as? [String] == [people.aliceMount.mountpoint], "\(String(describing: status))")
+        #expect(status?["queued"] as? Int == 1)
+        let waiting = status?["waiting"] as? [[String: Any]]
+        #expect(waiting?.first?["name"] as? String == "waiting.md")
+        #expect(waiting?.first?["change"] as? String == "create")
+        let text = Shell.run("'\(MountProcess.notesBinary)' status --socket '\(people.daemon.socket)'", environment: ["XDG_CACHE_HOME": people.aliceMount.xdgCache])
+        #expect(text.stdout.contains("create alice/_defaultZone/waiting.md"), "\(text)")
+        // and once notesd is back, nothing
+        try await people.daemon.restart()
+        #expect(await queueDrained(people.aliceMount))
+        #expect(OfflineTests.status(people.aliceMount, people.daemon)?["queued"] as? Int == 0)
+    }
+
+    @Test func aSecondMountOfTheSameReplicaIsRefusedClearly() async throws {
+        // Given a running mount
+        let people = try await TwoMounts()
+        let other = "/var/tmp/nt-\(UUID().uuidString.prefix(8))"
+        defer { _ = Shell.run("fusermount3 -u -z '\(other)'; rmdir '\(other)'") }
+        // When a second mount of the same account is pointed at its replica
+        let second = Shell.run(
+            "timeout 20 '\(MountProcess.notesBinary)' mount '\(other)' --foreground --cache-dir '\(people.aliceMount.cacheDir)' --socket '\(people.daemon.socket)'",
+            environment: ["NOTES_TOKEN": people.aliceToken])
+        // Then it stops at once, saying which process holds it and what to do
+        #expect(second.status != 0 && second.status != 124, "\(second)")
+        #expect(second.stderr.contains("Another mount (process \(people.aliceMount.process.processIdentifier))"), "\(second)")
+        #expect(second.stderr.contains("--cache-dir"))
+        #expect(!MountProcess.isMounted(other))
+    }
+}

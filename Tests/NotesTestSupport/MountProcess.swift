@@ -52,6 +52,9 @@ public final class MountProcess: @unchecked Sendable {
         process.arguments = ["mount", mountpoint, "--foreground", "--cache-dir", cacheDir, "--socket", daemon.socket, "--log-level", "debug"] + extraArguments
         var environment = ProcessInfo.processInfo.environment
         environment["NOTES_TOKEN"] = token
+        // The mount registers itself for `notes status` in the user's cache folder: the
+        // test's own, not the real one.
+        environment["XDG_CACHE_HOME"] = xdgCache
         process.environment = environment
         try process.appendOutput(to: logPath)
         try process.run()
@@ -67,6 +70,9 @@ public final class MountProcess: @unchecked Sendable {
     public func log() -> String {
         (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
     }
+
+    /// `$XDG_CACHE_HOME` of the mount process: where it registers for `notes status`.
+    public var xdgCache: String { "\(folder)/xdg" }
 
     /// A path inside the mount.
     public func path(_ relative: String) -> String { "\(mountpoint)/\(relative)" }

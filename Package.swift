@@ -177,6 +177,15 @@ let package = Package(
             dependencies: ["NotesModel", "NotesClient", "NotesTestSupport"],
             swiftSettings: strictSettings
         ),
+        // Many mounts and the store in one process, driven by a seed: see Simulation.swift.
+        .testTarget(
+            name: "NotesSimulationTests",
+            dependencies: [
+                "NotesModel", "NotesStore", "NotesReplica", "NotesMount", "NotesFS", "NotesClient",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "NotesServerTests",
             dependencies: [

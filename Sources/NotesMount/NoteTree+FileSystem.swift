@@ -112,7 +112,9 @@ extension NoteTree: FileSystem {
             if !directory, let taken = state.detached.removeValue(forKey: DetachedName(parent: parent, name: name)) {
                 key = taken.record.key
                 node.recordType = taken.record.recordType
-                node.recordParent = taken.record.parent
+                // Where the file is made now, which may differ from the record's folder
+                // when the note was shown elsewhere while its folder was missing.
+                node.recordParent = parentRecord
                 node.shareID = taken.record.shareID
             } else {
                 key = RecordKey(zone: zone, recordName: UUID().uuidString.lowercased())
@@ -288,7 +290,7 @@ extension NoteTree: FileSystem {
                 if let existing { state.nodes[existing]!.kind = .scratch }
                 node.kind = .record(identity.key)
                 node.recordType = identity.type ?? Self.recordType(forName: newName)
-                node.recordParent = identity.parent
+                node.recordParent = destination.parent
                 node.shareID = identity.share
                 node.contentDirty = true
                 node.inheritBase(identity.base)
@@ -322,6 +324,7 @@ extension NoteTree: FileSystem {
         state.nodes[parent]!.modified = now
         node.parent = newParent
         node.name = newName
+        state.displaced[inode] = nil
         node.changed = now
         state.nodes[inode] = node
         state.nodes[newParent]!.children[newName] = inode
@@ -353,8 +356,9 @@ extension NoteTree: FileSystem {
             return
         }
         let size = node.content?.count ?? node.size
+        // A node shown as `name (2)` (another held its name when it came) keeps its own name.
         let record = ReplicaRecord(
-            zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: node.name, parent: node.recordParent,
+            zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: state.displaced[inode] ?? node.name, parent: node.recordParent,
             size: size, shareID: node.shareID, changeTag: nil, createdAt: node.changed, modifiedAt: node.modified, modifiedBy: account)
         do {
             try replica.saveLocal(record, content: node.contentDirty ? (node.content ?? []) : nil, durable: durable, base: node.contentDirty ? node.staleBase : nil)

@@ -72,6 +72,7 @@ extension NoteTree {
                 let inode = Self.zoneContainer(&state, zone, scope: scope)
                 if let node = state.nodes[inode] { invalidations.append(.entry(node.parent, node.name)) }
             }
+            Self.reclaimNames(&state)
         }
         invalidate(invalidations + state.withLock { state in
             defer { state.pendingInvalidations = [] }
@@ -94,6 +95,7 @@ extension NoteTree {
                 if case .zoneFolder = node.kind { zoneWide = true } else { zoneWide = false }
                 if zoneWide || node.shareID.map(changed.contains) == true { invalidations.append(.content(inode)) }
             }
+            Self.reclaimNames(&state)
         }
         invalidate(invalidations + state.withLock { state in
             defer { state.pendingInvalidations = [] }

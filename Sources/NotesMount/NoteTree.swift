@@ -193,8 +193,9 @@ public final class NoteTree: Sendable {
             if parent == node.parent { continue }
             invalidations.append(.entry(node.parent, node.name))
             invalidations.append(.content(node.parent))
+            let name = state.displaced[node.inode] ?? node.name
             detach(&state, node.inode, dropping: false)
-            attach(&state, node.inode, parent: parent, name: node.name, invalidations: &invalidations)
+            attach(&state, node.inode, parent: parent, name: name, invalidations: &invalidations)
         }
         for node in state.nodes.values where node.attached && node.children.isEmpty {
             let emptyZoneFolder: Bool
@@ -253,15 +254,14 @@ public final class NoteTree: Sendable {
             }
         }
         var places = records.map { (key: $0.key, parent: $0.parent, name: $0.name) }
-        if !newFolders.isEmpty {
-            // A folder that comes back (its delete here was refused) takes back the
-            // children that waited elsewhere for it.
-            let placed = Set(places.map(\.key))
-            for inode in state.awaitingParent {
-                guard let node = state.nodes[inode], node.attached, case .record(let key) = node.kind, let parent = node.recordParent,
-                      newFolders.contains(RecordKey(zone: key.zone, recordName: parent)), !placed.contains(key) else { continue }
-                places.append((key, parent, node.name))
-            }
+        // Records shown elsewhere while their folder was missing move in as soon as the
+        // tree holds it (it arrived, or came back after a refused delete: the simulation
+        // found children left at the zone's root when the folder's node had outlived it).
+        let placed = Set(places.map(\.key))
+        for inode in state.awaitingParent {
+            guard let node = state.nodes[inode], node.attached, case .record(let key) = node.kind, let parent = node.recordParent,
+                  state.index[RecordKey(zone: key.zone, recordName: parent)] != nil, !placed.contains(key) else { continue }
+            places.append((key, parent, state.displaced[inode] ?? node.name))
         }
         for record in places {
             guard let inode = state.index[record.key], let node = state.nodes[inode] else { continue }
@@ -316,15 +316,22 @@ public final class NoteTree: Sendable {
     /// Moves nodes shown as `name (2)` to the name they want once it is free again (the
     /// note that held it was deleted or renamed); the kernel hears of it through
     /// `pendingInvalidations`. Called at the end of every change that can free a name.
+    /// Repeats until nothing moves: a node taking its name frees `name (2)`, which
+    /// another may want (the simulation found `d (2) (2)` left behind so).
     static func reclaimNames(_ state: inout State) {
-        for (inode, wanted) in state.displaced {
-            guard let node = state.nodes[inode], node.attached, let folder = state.nodes[node.parent],
-                  folder.children[wanted] == nil, folder.children[node.name] == inode
-            else { continue }
-            state.nodes[node.parent]?.children[node.name] = nil
-            var invalidations: [Invalidation] = [.entry(node.parent, node.name)]
-            attach(&state, inode, parent: node.parent, name: wanted, invalidations: &invalidations)
-            state.pendingInvalidations += invalidations
+        var moved = true
+        while moved {
+            moved = false
+            for (inode, wanted) in state.displaced {
+                guard let node = state.nodes[inode], node.attached, let folder = state.nodes[node.parent],
+                      folder.children[wanted] == nil, folder.children[node.name] == inode
+                else { continue }
+                state.nodes[node.parent]?.children[node.name] = nil
+                var invalidations: [Invalidation] = [.entry(node.parent, node.name)]
+                attach(&state, inode, parent: node.parent, name: wanted, invalidations: &invalidations)
+                state.pendingInvalidations += invalidations
+                moved = true
+            }
         }
     }
 

@@ -11,7 +11,7 @@ import Synchronization
 /// Everything it learns from the server goes into the replica first and then into the
 /// tree, so the mount keeps working from the replica whenever the daemon is away.
 public final class SyncEngine: Sendable {
-    let client: NotesClient
+    let client: any NotesService
     let replica: Replica
     let tree: NoteTree
     let logger: Logger
@@ -31,19 +31,23 @@ public final class SyncEngine: Sendable {
     let fetchScope = Mutex<[ZoneID: DatabaseScope]?>(nil)
     /// Zones whose next fetch starts from scratch: a refused change was dropped and the
     /// server's state must come back. Kept here, not as a cleared token in the replica,
-    /// which a fetch already under way would write over.
-    let refetchZones = Mutex<Set<ZoneID>>([])
+    /// which a fetch already under way would write over, and written to the replica's
+    /// meta as well (`saveRefetches`): a mount killed before the fetch would otherwise
+    /// never bring back what it dropped (the simulation found a folder lost that way).
+    let refetchZones: Mutex<Set<ZoneID>>
 
     /// Overlapping edits go into the note between git's conflict markers instead of
     /// into a conflict copy (`notes mount --conflict-markers`).
     let conflictMarkers: Bool
 
-    public init(client: NotesClient, replica: Replica, tree: NoteTree, logger: Logger, conflictMarkers: Bool = false) {
+    public init(client: any NotesService, replica: Replica, tree: NoteTree, logger: Logger, conflictMarkers: Bool = false) {
         self.conflictMarkers = conflictMarkers
         self.client = client
         self.replica = replica
         self.tree = tree
         self.logger = logger
+        let saved = (try? replica.meta(Self.refetchKey)).flatMap { try? JSONDecoder().decode([ZoneID].self, from: Data($0.utf8)) } ?? []
+        refetchZones = Mutex(Set(saved))
         (uploads, uploadSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         (fetches, fetchSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -159,14 +163,21 @@ public final class SyncEngine: Sendable {
             if unsaved > 0 && ticks % 30 == 1 {
                 logger.error("\(unsaved) closed file(s) wait in memory: the disk of the local replica is full. Free some space; they are saved as soon as there is room.")
             }
-            let expired = tree.expireDetached(olderThan: NoteTree.sameNoteWindow)
-            for key in expired {
-                do { try replica.deleteLocal(key) } catch { logger.error("\(error)") }
-            }
+            let expired = deleteMovedAside(olderThan: NoteTree.sameNoteWindow)
             let queued = (try? replica.pendingCount()) ?? 0
-            if !expired.isEmpty || (queued > 0 && ticks % 2 == 0) { requestUpload() }
+            if expired || (queued > 0 && ticks % 2 == 0) { requestUpload() }
             if ticks % 30 == 0 { requestFetch() }
         }
+    }
+
+    /// Deletes the notes that editors moved aside and did not take back within `age`
+    /// seconds; true if there were any.
+    func deleteMovedAside(olderThan age: Double) -> Bool {
+        let expired = tree.expireDetached(olderThan: age)
+        for key in expired {
+            do { try replica.deleteLocal(key) } catch { logger.error("\(error)") }
+        }
+        return !expired.isEmpty
     }
 
     func setOnline(_ value: Bool) {
@@ -216,7 +227,7 @@ public final class SyncEngine: Sendable {
             } else {
                 let outcome = await attempt { () async throws(NotesError) in try await self.client.deleteZone(zone.id) }
                 guard try settleZone(outcome, ignoring: [.zoneNotFound, .unknownItem]) else { return }
-                _ = try replica.removeZone(zone.id)
+                tree.zoneRemoved(zone.id, records: try replica.removeZone(zone.id))
             }
         }
     }
@@ -338,7 +349,17 @@ public final class SyncEngine: Sendable {
     /// the server's state of everything in it.
     func refetch(_ zone: ZoneID) {
         _ = refetchZones.withLock { $0.insert(zone) }
+        saveRefetches()
         requestFetch()
+    }
+
+    static let refetchKey = "refetch zones"
+
+    /// Writes the zones still to be fetched from scratch into the replica.
+    private func saveRefetches() {
+        let zones = refetchZones.withLock { Array($0) }.sorted { $0.description < $1.description }
+        let value = zones.isEmpty ? nil : (try? JSONEncoder().encode(zones)).map { String(decoding: $0, as: UTF8.self) }
+        do { try replica.setMeta(Self.refetchKey, value) } catch { logger.error("\(error)") }
     }
 
     private func mustRefetch(_ zone: ZoneID) -> Bool {
@@ -373,8 +394,10 @@ public final class SyncEngine: Sendable {
                     tree.zoneRemoved(zone.id, records: removed)
                 }
                 for zone in zones {
-                    tree.zoneSeen(zone.id, scope: scope)
                     let stored = known.first { $0.id == zone.id }
+                    // Removed here and not yet on notesd: it stays gone from the mount.
+                    if stored?.pending == .delete { continue }
+                    tree.zoneSeen(zone.id, scope: scope)
                     if mustRefetch(zone.id) || stored?.changeToken != zone.changeToken {
                         try await fetchZone(zone.id, scope: scope, from: stored?.changeToken)
                     }
@@ -430,6 +453,7 @@ public final class SyncEngine: Sendable {
         let scratch = refetchZones.withLock { $0.remove(zone) != nil }
         do {
             try await fetchPages(zone, scope: scope, from: scratch ? nil : start)
+            if scratch { saveRefetches() }
         } catch {
             if scratch { _ = refetchZones.withLock { $0.insert(zone) } }
             throw error

@@ -1,0 +1,175 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+import Logging
+import NotesFS
+import NotesModel
+@testable import NotesMount
+import NotesReplica
+
+/// One mount of one account, without the kernel: its real replica file, file model and
+/// sync engine, driven through the same `FileSystem` calls libfuse makes. Killing it
+/// drops everything in memory; what the replica committed stays.
+final class SimulatedMount {
+    let label: String
+    let account: String
+    let folder: String
+    let service: StoreService
+    private(set) var replica: Replica!
+    private(set) var tree: NoteTree!
+    private(set) var engine: SyncEngine!
+
+    init(label: String, account: String, store: any RecordStore, folder: String) throws {
+        self.label = label
+        self.account = account
+        self.folder = folder
+        service = StoreService(store: store, actor: account)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try start()
+    }
+
+    func start() throws {
+        replica = try Replica(path: ReplicaLocation.path(in: folder, account: account))
+        // Uploads run when the simulation says so, not when a change asks.
+        tree = try NoteTree(account: account, replica: replica, cacheDirectory: folder) {}
+        var logger = Logger(label: "sim.\(label)")
+        logger.logLevel = ProcessInfo.processInfo.environment["NOTES_SIM_LOG"] != nil ? .debug : .critical
+        engine = SyncEngine(client: service, replica: replica, tree: tree, logger: logger)
+    }
+
+    /// `kill -9` and a new mount on the same replica.
+    func restart() throws {
+        engine = nil
+        tree = nil
+        replica = nil
+        try start()
+    }
+
+    // MARK: What a process does through the kernel
+
+    /// The inode at `path` (components from the mount's root), or nil.
+    func inode(_ path: [String]) -> Inode? {
+        var inode = InodeNumbers.root
+        for component in path {
+            guard let attributes = try? tree.lookup(parent: inode, name: component) else { return nil }
+            tree.forget(attributes.inode, count: 1)
+            inode = attributes.inode
+        }
+        return inode
+    }
+
+    /// open(O_WRONLY|O_CREAT|…), write, close: `>` (truncate), `>>` (append).
+    @discardableResult
+    func write(_ folder: [String], _ name: String, _ bytes: [UInt8], append: Bool = false) -> Int32? {
+        guard let parent = inode(folder) else { return ENOENT }
+        do throws(FileSystemError) {
+            let inode: Inode
+            let handle: UInt64
+            let flags = O_WRONLY | (append ? O_APPEND : O_TRUNC)
+            if let existing = try? tree.lookup(parent: parent, name: name) {
+                inode = existing.inode
+                handle = try tree.open(inode, mode: OpenMode(flags: flags))
+            } else {
+                let (attributes, created) = try tree.create(parent: parent, name: name, mode: OpenMode(flags: flags | O_CREAT))
+                inode = attributes.inode
+                handle = created
+            }
+            defer {
+                tree.release(inode, handle: handle)
+                tree.forget(inode, count: 1)
+            }
+            var failure: FileSystemError?
+            bytes.withUnsafeBytes { buffer in
+                do throws(FileSystemError) { _ = try tree.write(inode, handle: handle, offset: 0, bytes: buffer) } catch { failure = error }
+            }
+            if let failure { throw failure }
+            try tree.flush(inode, handle: handle)
+            return nil
+        } catch {
+            return error.errno
+        }
+    }
+
+    /// The whole content of a file, or nil.
+    func read(_ path: [String]) -> [UInt8]? {
+        guard let inode = inode(path), let attributes = try? tree.attributes(of: inode), !attributes.isDirectory,
+              let handle = try? tree.open(inode, mode: OpenMode(flags: O_RDONLY))
+        else { return nil }
+        defer { tree.release(inode, handle: handle) }
+        return try? tree.read(inode, handle: handle, offset: 0, size: Int(attributes.size) + 1)
+    }
+
+    @discardableResult
+    func rename(_ from: [String], _ to: [String]) -> Int32? {
+        guard let source = inode(Array(from.dropLast())), let target = inode(Array(to.dropLast())) else { return ENOENT }
+        do throws(FileSystemError) {
+            try tree.rename(parent: source, name: from.last!, newParent: target, newName: to.last!, noReplace: false)
+            return nil
+        } catch {
+            return error.errno
+        }
+    }
+
+    @discardableResult
+    func unlink(_ path: [String]) -> Int32? {
+        guard let parent = inode(Array(path.dropLast())) else { return ENOENT }
+        do throws(FileSystemError) {
+            try tree.unlink(parent: parent, name: path.last!)
+            return nil
+        } catch {
+            return error.errno
+        }
+    }
+
+    @discardableResult
+    func mkdir(_ path: [String]) -> Int32? {
+        guard let parent = inode(Array(path.dropLast())) else { return ENOENT }
+        do throws(FileSystemError) {
+            let attributes = try tree.makeDirectory(parent: parent, name: path.last!)
+            tree.forget(attributes.inode, count: 1)
+            return nil
+        } catch {
+            return error.errno
+        }
+    }
+
+    /// `rm -r`: files first, then folders, deepest first.
+    @discardableResult
+    func removeTree(_ path: [String]) -> Int32? {
+        guard let inode = inode(path), let entries = try? tree.list(inode) else { return ENOENT }
+        for entry in entries {
+            if entry.attributes.isDirectory {
+                if let failure = removeTree(path + [entry.name]) { return failure }
+            } else if let failure = unlink(path + [entry.name]) {
+                return failure
+            }
+        }
+        guard let parent = self.inode(Array(path.dropLast())) else { return ENOENT }
+        do throws(FileSystemError) {
+            try tree.removeDirectory(parent: parent, name: path.last!)
+            return nil
+        } catch {
+            return error.errno
+        }
+    }
+
+    /// Every file and folder under `path` (relative paths; folders end in `/`) with the
+    /// content of each file; editors' scratch files are left out (they never leave a mount).
+    func snapshot(_ path: [String]) -> [String: [UInt8]] {
+        guard let inode = inode(path), let entries = try? tree.list(inode) else { return [:] }
+        var result: [String: [UInt8]] = [:]
+        for entry in entries where !ScratchNames.isScratch(entry.name) {
+            if entry.attributes.isDirectory {
+                result[entry.name + "/"] = []
+                for (below, content) in snapshot(path + [entry.name]) { result[entry.name + "/" + below] = content }
+            } else {
+                result[entry.name] = read(path + [entry.name]) ?? Array("<unreadable>".utf8)
+            }
+        }
+        return result
+    }
+
+    /// Changes waiting in the replica's queue.
+    var queued: Int { (try? replica.pendingCount()) ?? -1 }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import NotesModel
+@testable import NotesMount
+import Testing
+
+/// Bugs the simulation found, each kept as the shortest sequence that showed it, on the
+/// same in-process world (store, four mounts) with no randomness.
+@Suite struct SimulationRegressionTests {
+    @Test func aZoneRemovedHereStaysGoneWhenAFetchComesBeforeItsDeleteIsUploaded() async throws {
+        let world = try await Simulation(seed: 0)
+        let carol = world.mounts[3]
+        #expect(carol.mkdir(["private", "d"]) == nil)
+        await carol.engine.uploadPending()
+        #expect(carol.removeTree(["private", "d"]) == nil)
+        await carol.engine.fetchAll()
+        await carol.engine.uploadPending()
+        try await world.settle()
+        #expect(carol.snapshot(["private"])["d/"] == nil)
+        #expect(try await world.check() == [])
+    }
+
+    @Test func aRefetchAskedForSurvivesAKilledMount() async throws {
+        // Given a folder alice deletes on one machine while bob adds to it
+        let world = try await Simulation(seed: 0)
+        let alice = world.mounts[1], bob = world.mounts[2]
+        #expect(bob.write(["shared", "alice", "Team", "d"], "bob.md", Array("bob\n".utf8)) == nil)
+        #expect(alice.removeTree(["private", "Team", "d"]) == nil)
+        await bob.engine.uploadPending()
+        // When her delete is refused (the folder is not empty), and her mount is killed
+        // before fetching again
+        _ = alice.engine.deleteMovedAside(olderThan: -1)
+        await alice.engine.uploadPending()
+        try alice.restart()
+        // Then the folder comes back with bob's note
+        try await world.settle()
+        #expect(alice.read(["private", "Team", "d", "bob.md"]) == Array("bob\n".utf8))
+        #expect(try await world.check() == [])
+    }
+
+    @Test func aNoteRecreatedWhereItWasShownGoesUpThereWithItsIdentity() async throws {
+        // Given a note in Team/d and its folder deleted here while someone edits the note
+        let world = try await Simulation(seed: 0)
+        let alice = world.mounts[0], other = world.mounts[1]
+        #expect(other.write(["private", "Team", "d"], "b.md", Array("one\n".utf8)) == nil)
+        await other.engine.uploadPending()
+        await alice.engine.fetchAll()
+        #expect(alice.removeTree(["private", "Team", "d"]) == nil)
+        #expect(other.write(["private", "Team", "d"], "b.md", Array("two\n".utf8)) == nil)
+        await other.engine.uploadPending()
+        _ = alice.engine.deleteMovedAside(olderThan: -1)
+        await alice.engine.uploadPending()
+        // When alice, seeing b.md wherever her mount shows it, replaces it from another disk
+        for folder in [["private", "Team"], ["private", "Team", "d"]] where alice.inode(folder + ["b.md"]) != nil {
+            #expect(alice.unlink(folder + ["b.md"]) == nil)
+            #expect(alice.write(folder, "b.md", Array("three\n".utf8)) == nil)
+        }
+        // Then every mount and notesd agree on where it is
+        try await world.settle()
+        #expect(try await world.check() == [])
+    }
+
+    @Test func namesShownAsTwoTakeTheirOwnOnceFreeEvenInAChain() async throws {
+        // Given folders made apart under names others hold
+        let world = try await Simulation(seed: 0)
+        let alice = world.mounts[0], other = world.mounts[1], bob = world.mounts[2]
+        for mount in [alice, other] { mount.service.online = false }
+        #expect(alice.mkdir(["private", "Team", "e"]) == nil)
+        #expect(other.mkdir(["private", "Team", "e"]) == nil)
+        #expect(bob.mkdir(["shared", "alice", "Team", "e"]) == nil)
+        await bob.engine.uploadPending()
+        for mount in [alice, other] { mount.service.online = true }
+        // When they meet on notesd (two of them become `e (2)` and `e (3)`)
+        try await world.settle()
+        // Then every mount shows each under the name notesd has
+        #expect(try await world.check() == [])
+        #expect(bob.snapshot(["shared", "alice", "Team"]).keys.filter { $0.hasPrefix("e") }.count == 3)
+    }
+}

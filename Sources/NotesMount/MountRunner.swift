@@ -71,7 +71,7 @@ public enum MountRunner {
         }
         // One last try to hand queued saves to the daemon; what stays queued is uploaded
         // by the next mount.
-        await engine.uploadPending()
+        await engine.turns.turn { await engine.uploadPending() }
         let queued = (try? replica.pendingCount()) ?? 0
         logger.info("unmounted \(mountpoint)\(queued > 0 ? "; \(queued) changes stay queued for the next mount" : "")")
     }

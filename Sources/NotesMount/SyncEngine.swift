@@ -36,6 +36,9 @@ public final class SyncEngine: Sendable {
     /// never bring back what it dropped (the simulation found a folder lost that way).
     let refetchZones: Mutex<Set<ZoneID>>
 
+    /// Uploads and fetches take turns (see `TurnLock`).
+    let turns = TurnLock()
+
     /// Overlapping edits go into the note between git's conflict markers instead of
     /// into a conflict copy (`notes mount --conflict-markers`).
     let conflictMarkers: Bool
@@ -100,7 +103,7 @@ public final class SyncEngine: Sendable {
                 if now == seen { break }
                 seen = now
             } while ContinuousClock.now - start < .milliseconds(250)
-            await uploadPending()
+            await turns.turn { await uploadPending() }
         }
     }
 
@@ -112,12 +115,14 @@ public final class SyncEngine: Sendable {
                 defer { pending = [:] }
                 return pending
             }
-            if let zones = scope {
-                for (zone, scope) in zones.sorted(by: { $0.key.description < $1.key.description }) {
-                    await fetchOne(zone, scope: scope)
+            await turns.turn {
+                if let zones = scope {
+                    for (zone, scope) in zones.sorted(by: { $0.key.description < $1.key.description }) {
+                        await fetchOne(zone, scope: scope)
+                    }
+                } else {
+                    await fetchAll()
                 }
-            } else {
-                await fetchAll()
             }
         }
     }

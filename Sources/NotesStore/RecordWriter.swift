@@ -73,7 +73,7 @@ final class RecordWriter {
             try db.cachedStatement(sql: """
                 UPDATE records SET name = ?, parent = ?, body = ?, bytes = ?, modified_at = ?, modified_by = ?, seq = ?, share_id = ?
                 WHERE owner = ? AND zone = ? AND record_name = ?
-                """).execute(arguments: [save.name, save.parent ?? "", save.body, save.bytes, context.now.storedValue, actor, seq, newShare,
+                """).execute(arguments: [save.name, save.parent ?? "", StoredRecord.storedText(save.body), save.bytes, context.now.storedValue, actor, seq, newShare,
                                  zone.owner, zone.name, save.recordName])
             if existing.shareID != newShare {
                 try moveSubtree(of: existing, from: existing.shareID, to: newShare, recordSeq: seq)
@@ -86,7 +86,7 @@ final class RecordWriter {
             try db.cachedStatement(sql: """
                 INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id, created_seq)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", save.body, save.bytes,
+                """).execute(arguments: [zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", StoredRecord.storedText(save.body), save.bytes,
                                  context.now.storedValue, context.now.storedValue, actor, seq, newShare, seq])
         }
         // The saved record goes back without its content: the client sent it and has it.

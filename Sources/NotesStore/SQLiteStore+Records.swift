@@ -232,7 +232,7 @@ extension SQLiteStore {
                 """), arguments: [zone.owner, zone.name, recordName, createdSeq]).map { row in
                 let parent: String = row["parent"]
                 return RecordVersion(changeTag: StoredRecord.changeTag(row["seq"]), name: row["name"], parent: parent.isEmpty ? nil : parent,
-                                     body: row["body"], size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"]))
+                                     body: StoredRecord.text(row["body"]), size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"]))
             }
             let current = record.map { record in
                 RecordVersion(changeTag: record.changeTag, name: record.name, parent: record.parent, body: record.body,

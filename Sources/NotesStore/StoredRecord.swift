@@ -8,6 +8,18 @@ enum StoredRecord {
     /// to clients, and different after every modification.
     static func changeTag(_ seq: Int64) -> String { String(seq, radix: 36) }
 
+    /// A note's text as stored: its UTF-8 bytes, bound as a blob. GRDB binds and reads a
+    /// `String` as a C string, which ends at the first NUL: a note holding one (a file
+    /// written with a hole, say) was cut there and saved empty (the exerciser found it).
+    static func storedText(_ text: String?) -> Data? {
+        text.map { Data($0.utf8) }
+    }
+
+    /// A note's text from its column, whole (NULs included), text or blob alike.
+    static func text(_ value: Data?) -> String? {
+        value.map { String(decoding: $0, as: UTF8.self) }
+    }
+
     static func record(from row: Row, zone: ZoneID) -> NotesModel.Record {
         let parent: String = row["parent"]
         return NotesModel.Record(
@@ -16,7 +28,7 @@ enum StoredRecord {
             recordType: RecordType(rawValue: row["record_type"]) ?? .note,
             name: row["name"],
             parent: parent.isEmpty ? nil : parent,
-            body: row["body"],
+            body: text(row["body"]),
             bytes: row["bytes"],
             createdAt: Date(stored: row["created_at"]),
             modifiedAt: Date(stored: row["modified_at"]),
@@ -33,7 +45,7 @@ enum StoredRecord {
         let parent: String = row[3]
         return NotesModel.Record(
             recordName: row[0], zone: zone, recordType: RecordType(rawValue: row[1]) ?? .note, name: row[2],
-            parent: parent.isEmpty ? nil : parent, body: row[4], bytes: row[5],
+            parent: parent.isEmpty ? nil : parent, body: text(row[4]), bytes: row[5],
             createdAt: Date(stored: row[6]), modifiedAt: Date(stored: row[7]), modifiedBy: row[8],
             changeTag: changeTag(row[9]), shareID: row[10])
     }

@@ -4,6 +4,23 @@ import Testing
 
 /// The record half of the conformance suite: every backend must pass it unchanged.
 @Suite struct RecordStoreTests {
+    /// The exerciser's finding: a note whose text holds a NUL (a file written with a hole)
+    /// was stored cut at the NUL, so notesd kept an empty note.
+    @Test(arguments: Backend.allCases)
+    func aNoteWithNULBytesKeepsEveryByte(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let text = "ab\u{0}\u{0}cd\u{0}é\n"
+        let saved = try await f.note("n", "n.md", body: text)
+        #expect(try await f.store.records(["n"], in: f.aliceZone, actor: Fixture.alice).first?.body == text)
+        #expect(try await f.all()["n"]?.body == text)
+        let page = try await f.store.zoneChangesJSON(f.aliceZone, since: nil, limit: 100, actor: Fixture.alice)
+        #expect(String(decoding: page.json, as: UTF8.self).contains(#"ab\u0000\u0000cd\u0000é\n"#))
+        try await f.save([RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "next", changeTag: saved.changeTag)])
+        let versions = try await f.store.versions(of: "n", in: f.aliceZone, actor: Fixture.alice)
+        #expect(versions.map(\.body) == ["next", text])
+        #expect(versions.last?.size == text.utf8.count)
+    }
+
     @Test(arguments: Backend.allCases)
     func createUpdateAndStaleTag(_ backend: Backend) async throws {
         let f = try await Fixture(backend)

@@ -123,7 +123,7 @@ struct PosixTests {
 
         // When alice keeps writing, then the mount stops on SIGTERM
         #expect(Shell.run("printf 'offline' > new.md && printf ' and after' >> kept.md && cat kept.md", in: root).stdout == "before and after")
-        let status = Shell.run("'\(MountProcess.notesBinary)' status --json --cache-dir '\(people.aliceMount.cacheDir)' --socket '\(people.daemon.socket)'")
+        let status = Shell.run("'\(MountProcess.notesBinary)' status --json --socket '\(people.daemon.socket)'", environment: ["XDG_CACHE_HOME": people.aliceMount.xdgCache])
         let report = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         #expect(report?["daemon"] as? String == "offline", "\(status)")
         #expect((report?["queued"] as? Int ?? 0) >= 2, "\(status)")

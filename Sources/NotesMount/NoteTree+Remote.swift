@@ -110,7 +110,7 @@ extension NoteTree {
         return state.withLock { state in
             let expired = state.detached.filter { now - $0.value.since > age }
             for name in expired.keys { state.detached[name] = nil }
-            return expired.values.filter { !$0.deletedInReplica }.map(\.record.key)
+            return expired.values.filter { !$0.deletedInReplica && state.index[$0.record.key] == nil }.map(\.record.key)
         }
     }
 

@@ -251,6 +251,10 @@ public final class NoteTree: Sendable {
                     changed: record.modifiedAt, accessed: record.modifiedAt, attached: false)
                 state.index[key] = inode
                 if record.recordType == .folder { newFolders.insert(key) }
+                // A note an editor had moved aside that shows again (changed elsewhere
+                // meanwhile) is no longer waiting: it must not be deleted when the wait
+                // ends (the simulation found such a delete held back for ever).
+                for (name, detached) in state.detached where detached.record.key == key { state.detached[name] = nil }
             }
         }
         var places = records.map { (key: $0.key, parent: $0.parent, name: $0.name) }

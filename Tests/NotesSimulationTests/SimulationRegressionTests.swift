@@ -75,4 +75,29 @@ import Testing
         #expect(try await world.check() == [])
         #expect(bob.snapshot(["shared", "alice", "Team"]).keys.filter { $0.hasPrefix("e") }.count == 3)
     }
+
+    /// Seeds 334, 497, 510, 540 and 781 of a 2,000-seed run: vim moved a note aside, a
+    /// change from elsewhere brought it back before vim wrote the new file, and when
+    /// the wait ended the mount queued a delete of the note it still showed, held back
+    /// for ever (nothing of that zone went up after it).
+    @Test func aNoteMovedAsideThatComesBackFromElsewhereIsNotDeletedLater() async throws {
+        let world = try await Simulation(seed: 0)
+        let here = world.mounts[0], there = world.mounts[1]
+        let team = ["private", "Team"]
+        #expect(here.write(team, "a.md", Array("one\n".utf8)) == nil)
+        await here.engine.uploadPending()
+        await there.engine.fetchAll()
+        // vim's first step here; meanwhile the other machine changes the note
+        #expect(here.rename(team + ["a.md"], team + ["a.md~"]) == nil)
+        #expect(there.write(team, "a.md", Array("two\n".utf8)) == nil)
+        await there.engine.uploadPending()
+        await here.engine.fetchAll()
+        // vim writes the note (there again) and drops its backup; the wait ends
+        #expect(here.write(team, "a.md", Array("three\n".utf8)) == nil)
+        #expect(here.unlink(team + ["a.md~"]) == nil)
+        _ = here.engine.deleteMovedAside(olderThan: -1)
+        try await world.settle()
+        #expect(try await world.check() == [])
+        #expect(here.read(team + ["a.md"]) == Array("three\n".utf8))
+    }
 }

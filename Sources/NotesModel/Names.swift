@@ -24,6 +24,24 @@ public enum Names {
         }
     }
 
+    /// Checks a name given to a record now (a new one, or a rename): no control characters
+    /// (a newline in a file name breaks every script that lists the folder) and no
+    /// bidirectional overrides or isolates (they make `evil‮dm.exe` read as `evilexe.md`).
+    /// Names stored before this rule stay readable and editable under their name; only
+    /// giving a name takes this check.
+    public static func validateNewName(_ name: String, what: String) throws(NotesError) {
+        try validateComponent(name, what: what)
+        for scalar in name.unicodeScalars {
+            let value = scalar.value
+            if value < 0x20 || value == 0x7F || (0x80...0x9F).contains(value) {
+                throw NotesError(.invalidArguments, "The \(what) contains the control character U+\(String(value, radix: 16, uppercase: true).leftPadded(to: 4)); names may not hold control characters (tabs, newlines, escapes).")
+            }
+            if (0x202A...0x202E).contains(value) || (0x2066...0x2069).contains(value) || value == 0x200E || value == 0x200F || value == 0x061C {
+                throw NotesError(.invalidArguments, "The \(what) contains the bidirectional control U+\(String(value, radix: 16, uppercase: true).leftPadded(to: 4)), which can make a name read as another; remove it.")
+            }
+        }
+    }
+
     /// Checks an account name: a Unix-like login (letters, digits, `.`, `_`, `-`),
     /// because it appears as `shared/<owner>/` and in share URLs.
     public static func validateAccount(_ name: String) throws(NotesError) {
@@ -46,5 +64,12 @@ public enum Names {
         else {
             throw NotesError(.invalidArguments, "\"\(email)\" is not an email address.")
         }
+    }
+}
+
+extension String {
+    /// `"1F"` as `"001F"`.
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

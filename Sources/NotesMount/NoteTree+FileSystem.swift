@@ -90,7 +90,7 @@ extension NoteTree: FileSystem {
         guard folder.isDirectory else { throw Failure(ENOTDIR) }
         guard Self.access(state, parent, account: account).mayWrite else { throw Failure(EACCES) }
         guard folder.children[name] == nil else { throw Failure(EEXIST) }
-        do { try Names.validateComponent(name, what: "name") } catch { throw Failure(EINVAL) }
+        do { try Names.validateNewName(name, what: "name") } catch { throw Failure(EINVAL) }
         let now = Date().timeIntervalSince1970
         var node = Node(inode: 0, parent: parent, name: name, kind: .scratch, isDirectory: directory, modified: now, changed: now, accessed: now)
         var inode: Inode
@@ -233,7 +233,7 @@ extension NoteTree: FileSystem {
         let destination = Self.container(state, newParent)
         if state.nodes[inode]!.kind != .scratch && source?.zone != destination?.zone { throw Failure(EXDEV) }
         guard let destination, Self.access(state, newParent, account: account).mayWrite else { throw Failure(EACCES) }
-        do { try Names.validateComponent(newName, what: "name") } catch { throw Failure(EINVAL) }
+        do { try Names.validateNewName(newName, what: "name") } catch { throw Failure(EINVAL) }
         if parent == newParent && name == newName { return }
         var node = state.nodes[inode]!
         if case .zoneFolder = node.kind { throw Failure(EXDEV) }

@@ -50,6 +50,8 @@ final class RecordWriter {
     /// Creates or updates one record; an update first keeps the previous state as a version.
     func save(_ save: RecordSave) throws -> NotesModel.Record {
         let existing = try StoredRecord.fetchMetadata(db, save.recordName, in: zone)
+        // A new name must be visible; one stored before that rule may stay as it is.
+        if existing?.name != save.name { try Names.validateNewName(save.name, what: "name") }
         var parentShare = access.zoneWideShare
         if let parentName = save.parent {
             // A participant may not see the parent of a share's root; keeping the parent a

@@ -1,9 +1,33 @@
 import Foundation
+import GRDB
 import NotesModel
 import Testing
 
 /// The record half of the conformance suite: every backend must pass it unchanged.
 @Suite struct RecordStoreTests {
+    /// Issue 14: names may no longer hold control characters or bidirectional controls;
+    /// a name stored before the rule stays readable, and editable under that name.
+    @Test(arguments: Backend.allCases)
+    func invisibleCharactersAreRefusedInNewNamesOnly(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        for name in ["a\nb.md", "tab\there.md", "esc\u{1B}[31m.md", "evil\u{202E}dm.exe", "x\u{2066}y.md", "del\u{7F}.md"] {
+            await f.expectFailure(.invalidArguments) { try await f.note("n-\(name.utf8.count)", name) }
+        }
+        // Given a name stored by an older notesd
+        let old = try await f.note("old", "plain.md", body: "one")
+        try await DatabaseQueue(path: f.location).write { db in
+            try db.execute(sql: "UPDATE records SET name = ? WHERE record_name = 'old'", arguments: ["line\nbreak.md"])
+        }
+        // Then it reads back, takes a new body under its name, and can be renamed to a visible one
+        #expect(try await f.all()["old"]?.name == "line\nbreak.md")
+        let edited = try await f.save([RecordSave(recordName: "old", recordType: .note, name: "line\nbreak.md", body: "two", changeTag: old.changeTag)])[0]
+        await f.expectFailure(.invalidArguments) {
+            try await f.save([RecordSave(recordName: "old", recordType: .note, name: "still\u{202E}bad.md", body: "two", changeTag: edited.changeTag)])
+        }
+        try await f.save([RecordSave(recordName: "old", recordType: .note, name: "line break.md", body: "two", changeTag: edited.changeTag)])
+        #expect(try await f.all()["old"]?.name == "line break.md")
+    }
+
     /// The exerciser's finding: a note whose text holds a NUL (a file written with a hole)
     /// was stored cut at the NUL, so notesd kept an empty note.
     @Test(arguments: Backend.allCases)

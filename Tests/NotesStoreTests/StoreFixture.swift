@@ -17,12 +17,14 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite
     var testDescription: String { rawValue }
 
-    func makeStore(clock: ManualClock) throws -> any RecordStore {
+    /// The store, and where its data lives (for a test that plays an older version).
+    func makeStore(clock: ManualClock) throws -> (any RecordStore, String) {
         switch self {
         case .sqlite:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notes-store-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            return try SQLiteStore(path: folder.appendingPathComponent("notes.sqlite").path, clock: { clock.now })
+            let path = folder.appendingPathComponent("notes.sqlite").path
+            return (try SQLiteStore(path: path, clock: { clock.now }), path)
         }
     }
 }
@@ -30,12 +32,13 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// A fresh store with three accounts, and helpers that keep tests short.
 struct Fixture {
     let store: any RecordStore
+    let location: String
     let clock = ManualClock()
     static let alice = "alice", bob = "bob", carol = "carol"
     var aliceZone: ZoneID { ZoneID(owner: Self.alice, name: ZoneID.defaultZoneName) }
 
     init(_ backend: Backend) async throws {
-        store = try backend.makeStore(clock: clock)
+        (store, location) = try backend.makeStore(clock: clock)
         _ = try await store.createAccount(name: Self.alice, email: "alice@example.com", isAdmin: true)
         _ = try await store.createAccount(name: Self.bob, email: "bob@example.com", isAdmin: false)
         _ = try await store.createAccount(name: Self.carol, email: nil, isAdmin: false)

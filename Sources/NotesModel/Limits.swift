@@ -11,6 +11,9 @@ public enum Limits {
     public static let maxParticipants = 100
     /// Largest page of a "changes since" fetch.
     public static let maxChangesPage = 2_000
+    /// Most content bytes in one page of changes, past its first record: a page stops
+    /// early (with `moreComing`) rather than carry 2,000 notes of 16 MiB.
+    public static let maxChangesPageBytes = 32 * 1024 * 1024
     /// Default page of a "changes since" fetch.
     public static let defaultChangesPage = 500
     /// Largest HTTP request body the server reads before answering 413.

@@ -47,12 +47,18 @@ struct ChangeQuery {
     }
 
     /// Where the page ends: records and tombstones merged in change order, cut after
-    /// `limit` of them (or at the zone's present when fewer are left).
-    func end(recordSeqs: [Int64], tombstones: [(seq: Int64, name: String)]) -> (cut: Int64, moreComing: Bool) {
+    /// `limit` of them (or at the zone's present when fewer are left), and at the last
+    /// record read when reading stopped early for size (`recordsCutShort`).
+    func end(recordSeqs: [Int64], tombstones: [(seq: Int64, name: String)], recordsCutShort: Bool = false) -> (cut: Int64, moreComing: Bool) {
         var seqs = recordSeqs + tombstones.map(\.seq)
         seqs.sort()
-        let moreComing = seqs.count > limit
-        return (moreComing ? seqs[limit - 1] : current, moreComing)
+        var moreComing = seqs.count > limit
+        var cut = moreComing ? seqs[limit - 1] : current
+        if recordsCutShort, let last = recordSeqs.last, last < cut {
+            cut = last
+            moreComing = true
+        }
+        return (cut, moreComing)
     }
 
     func token(_ cut: Int64) -> String {

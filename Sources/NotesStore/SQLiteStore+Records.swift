@@ -125,11 +125,19 @@ extension SQLiteStore {
             var records: [(seq: Int64, record: NotesModel.Record)] = []
             records.reserveCapacity(limit + 1)
             let cursor = try Row.fetchCursor(db.cachedStatement(sql: query.recordSQL), arguments: query.arguments)
+            var bytes = 0
+            var cutShort = false
             while let row = try cursor.next() {
-                records.append((seq: row[9], record: StoredRecord.record(fromColumns: row, zone: zone)))
+                if bytes > Limits.maxChangesPageBytes {
+                    cutShort = true
+                    break
+                }
+                let record = StoredRecord.record(fromColumns: row, zone: zone)
+                bytes += record.contentSize
+                records.append((seq: row[9], record: record))
             }
             let tombstones = try query.tombstones(db)
-            let end = query.end(recordSeqs: records.map(\.seq), tombstones: tombstones)
+            let end = query.end(recordSeqs: records.map(\.seq), tombstones: tombstones, recordsCutShort: cutShort)
             let pageRecords = records.prefix { $0.seq <= end.cut }.map(\.record)
             let deleted = ChangeQuery.deleted(tombstones, upTo: end.cut, present: Set(pageRecords.map(\.recordName)))
             return ZoneChanges(records: pageRecords, deleted: deleted, changeToken: query.token(end.cut), moreComing: end.moreComing)
@@ -158,14 +166,19 @@ extension SQLiteStore {
             let writer = RecordRowJSON(statement: statement.sqliteStatement, zoneJSON: zoneJSON)
             // The cursor steps the statement; the writer reads its current row.
             let cursor = try Row.fetchCursor(statement, arguments: query.arguments)
+            var cutShort = false
             while try cursor.next() != nil {
+                if out.count > Limits.maxChangesPageBytes {
+                    cutShort = true
+                    break
+                }
                 if !seqs.isEmpty { out.append(UInt8(ascii: ",")) }
                 writer.write(into: &out)
                 seqs.append(writer.seq)
                 ends.append(out.count)
                 if !tombstones.isEmpty { names.append(writer.recordName) }
             }
-            let end = query.end(recordSeqs: seqs, tombstones: tombstones)
+            let end = query.end(recordSeqs: seqs, tombstones: tombstones, recordsCutShort: cutShort)
             let kept = seqs.prefix { $0 <= end.cut }.count
             out.removeSubrange((kept == 0 ? RecordJSONWriter.pageStart.count : ends[kept - 1])...)
             let deleted = tombstones.isEmpty ? [] : ChangeQuery.deleted(tombstones, upTo: end.cut, present: Set(names.prefix(kept)))

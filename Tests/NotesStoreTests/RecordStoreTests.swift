@@ -28,6 +28,24 @@ import Testing
         #expect(try await f.all()["old"]?.name == "line break.md")
     }
 
+    /// Issue 14: a page of changes had a record count but no byte bound (2,000 × 16 MiB).
+    @Test(arguments: Backend.allCases)
+    func aPageOfChangesStopsPastItsByteBound(_ backend: Backend) async throws {
+        // Given four notes of 12 MiB (48 MiB, more than a page's 32 MiB)
+        let f = try await Fixture(backend)
+        let big = String(repeating: "x", count: 12 << 20)
+        for index in 0..<4 { try await f.note("big\(index)", "big\(index).md", body: big) }
+        // When a client pages through the zone, both ways the server writes pages
+        let first = try await f.store.zoneChanges(f.aliceZone, since: nil, limit: 2_000, actor: Fixture.alice)
+        let firstJSON = try await f.store.zoneChangesJSON(f.aliceZone, since: nil, limit: 2_000, actor: Fixture.alice)
+        // Then the first page stops past 32 MiB, says more is coming, and the next has the rest
+        #expect(first.records.count == 3 && first.moreComing)
+        #expect(firstJSON.moreComing && firstJSON.changeToken == first.changeToken && firstJSON.json.count < 40 << 20)
+        let second = try await f.store.zoneChanges(f.aliceZone, since: first.changeToken, limit: 2_000, actor: Fixture.alice)
+        #expect(second.records.map(\.recordName) == ["big3"] && !second.moreComing)
+        #expect(try await f.all().count == 4)
+    }
+
     /// The exerciser's finding: a note whose text holds a NUL (a file written with a hole)
     /// was stored cut at the NUL, so notesd kept an empty note.
     @Test(arguments: Backend.allCases)

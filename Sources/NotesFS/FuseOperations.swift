@@ -29,7 +29,11 @@ private func timeSpec(_ seconds: Double) -> timespec {
     guard seconds.isFinite else { return timespec(tv_sec: seconds.isNaN ? 0 : (seconds > 0 ? Int.max : Int.min), tv_nsec: 0) }
     let whole = seconds.rounded(.down)
     guard whole > -9.2e18, whole < 9.2e18 else { return timespec(tv_sec: whole > 0 ? Int.max : Int.min, tv_nsec: 0) }
-    return timespec(tv_sec: Int(whole), tv_nsec: min(999_999_999, max(0, Int((seconds - whole) * 1e9))))
+    // A Double of today's seconds holds about a quarter of a microsecond: to the nearest
+    // microsecond, a time set as 0.1 s reads back as 0.1 s, not 0.099999904.
+    let micros = Int(((seconds - whole) * 1e6).rounded())
+    if micros >= 1_000_000 { return timespec(tv_sec: Int(whole) + 1, tv_nsec: 0) }
+    return timespec(tv_sec: Int(whole), tv_nsec: max(0, micros) * 1_000)
 }
 
 private func seconds(_ time: timespec) -> Double {

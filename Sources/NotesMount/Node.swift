@@ -1,3 +1,4 @@
+import Foundation
 import NotesFS
 import NotesModel
 import NotesReplica
@@ -38,7 +39,11 @@ struct Node {
     var recordParent: String?
     var children: [String: Inode] = [:]
     var size: Int = 0
-    var modified: Double
+    /// mtime; every change of it is a change of the node, so ctime follows (POSIX:
+    /// pjdfstest found truncate, write and rmdir leaving ctime as it was).
+    var modified: Double {
+        didSet { changed = max(changed, Date().timeIntervalSince1970) }
+    }
     var changed: Double
     var accessed: Double
     /// The content while the file is open (or always, for scratch files).

@@ -17,7 +17,9 @@ extension NoteTree: FileSystem {
 
     func attributes(_ state: State, _ inode: Inode) throws(Failure) -> FileAttributes {
         guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
-        return attributes(node, access: Self.access(state, inode, account: account))
+        // A folder's link count is 2 plus one for each folder in it (each one's `..`).
+        let subfolders = node.isDirectory ? node.children.values.reduce(0) { $0 + (state.nodes[$1]?.isDirectory == true ? 1 : 0) } : 0
+        return attributes(node, access: Self.access(state, inode, account: account), subfolders: subfolders)
     }
 
     // MARK: Names
@@ -590,6 +592,9 @@ extension NoteTree: FileSystem {
             }
             if let modified = changes.modified { state.nodes[inode]!.modified = modified }
             if let accessed = changes.accessed { state.nodes[inode]!.accessed = accessed }
+            if changes.size != nil || changes.modified != nil || changes.accessed != nil {
+                state.nodes[inode]!.changed = Date().timeIntervalSince1970
+            }
             return try attributes(state, inode)
         }
         if saved { onLocalChange() }

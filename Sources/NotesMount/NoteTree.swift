@@ -408,7 +408,7 @@ public final class NoteTree: Sendable {
         }
     }
 
-    func attributes(_ node: Node, access: Access) -> FileAttributes {
+    func attributes(_ node: Node, access: Access, subfolders: Int = 0) -> FileAttributes {
         let permissions: UInt32
         switch access {
         case .owner, .readWrite: permissions = node.isDirectory ? 0o755 : 0o644
@@ -416,7 +416,7 @@ public final class NoteTree: Sendable {
         }
         return FileAttributes(
             inode: node.inode, isDirectory: node.isDirectory, permissions: permissions, size: UInt64(node.content?.count ?? node.size),
-            linkCount: node.isDirectory ? 2 : (node.attached ? 1 : 0), uid: uid, gid: gid,
+            linkCount: node.isDirectory ? 2 + UInt32(subfolders) : (node.attached ? 1 : 0), uid: uid, gid: gid,
             modified: node.modified, changed: node.changed, accessed: node.accessed)
     }
 

@@ -157,3 +157,46 @@ struct PosixTests {
         #expect(xattr(path, "zone") == "alice/Work")
     }
 }
+
+/// What pjdfstest found (issue 14): a folder's link count, ctime, sub-second times.
+@Suite(.serialized, .enabled(if: MountProcess.fuseAvailable, "needs /dev/fuse"))
+struct PjdfstestFindingsTests {
+    @Test func foldersCountTheirSubfoldersAndCtimeFollowsEveryChange() async throws {
+        let people = try await TwoMounts()
+        let root = people.aliceMount.path("private")
+        let script = """
+            import os, time
+            os.makedirs('a/b'); os.mkdir('a/c'); open('a/f.md', 'w').write('x')
+            print('nlink', os.stat('a').st_nlink)
+            def later(ns):
+                while time.time_ns() <= ns + 2_000_000: pass
+            for name, change in [('truncate', lambda: os.truncate('a/f.md', 0)),
+                                 ('write', lambda: open('a/f.md', 'a').write('y')),
+                                 ('utime', lambda: os.utime('a/f.md', (1000000000, 1000000000))),
+                                 ('parent on unlink', lambda: os.unlink('a/f.md')),
+                                 ('parent on rmdir', lambda: os.rmdir('a/c'))]:
+                path = 'a' if name.startswith('parent') else 'a/f.md'
+                before = os.stat(path).st_ctime_ns
+                later(before)
+                change()
+                print(name, os.stat(path).st_ctime_ns > before)
+            open('t.md', 'w').write('t')
+            os.utime('t.md', ns=(1795421115_100000000, 1795421115_100000000))
+            print('subsecond', os.stat('t.md').st_mtime_ns)
+            """
+        let path = "/tmp/pjd-\(UUID().uuidString.prefix(8)).py"
+        try script.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = Shell.run("python3 \(path)", in: root)
+        #expect(result.stdout == """
+            nlink 4
+            truncate True
+            write True
+            utime True
+            parent on unlink True
+            parent on rmdir True
+            subsecond 1795421115100000000
+
+            """, "\(result)")
+    }
+}

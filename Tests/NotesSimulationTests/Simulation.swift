@@ -218,13 +218,15 @@ final class Simulation {
                 broken.append("\(mount.label) \(where_): the mount differs from notesd; only or different in the mount: \(extra), missing: \(missing)")
                 if ProcessInfo.processInfo.environment["NOTES_SIM_LOG"] != nil {
                     let state = mount.tree.state.withLock { state in
-                        state.nodes.values.filter { $0.name.contains("(") || state.displaced[$0.inode] != nil || $0.isDirectory || $0.name == "b.md" }
+                        state.nodes.values.filter { $0.recordKey != nil || $0.isDirectory }
                             .map { "\($0.inode) '\($0.name)' parent \($0.parent) attached \($0.attached) kind \($0.kind) wants \(state.displaced[$0.inode] ?? "-")" }
                     }
                     broken.append("  nodes: \(state)")
-                    let rows = ((try? mount.replica.load().records) ?? []).filter { $0.name.contains("(") || $0.recordType == .folder || $0.name == "b.md" }.map { "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-") dirty \($0.dirty)" }
+                    let rows = ((try? mount.replica.load().records) ?? []).map { "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-") dirty \($0.dirty)" }
                     broken.append("  replica: \(rows)")
                     broken.append("  replica zones: \(((try? mount.replica.zones()) ?? []).map { "\($0.id) \($0.pending.map { "\($0)" } ?? "-")" })")
+                    let serverTeam = ((try? await store.zoneChanges(team, since: nil, limit: 2000, actor: mount.account).records) ?? []).map { "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-")" }
+                    broken.append("  server Team: \(serverTeam)")
                     broken.append("  server zones: \(((try? await store.zones(scope: .private, actor: mount.account)) ?? []).map(\.id))")
                 }
             }

@@ -273,12 +273,12 @@ extension NoteTree: FileSystem {
             state.index[key] = nil
             node.kind = .scratch
         } else if !node.isDirectory && !toScratch {
-            var identity: (key: RecordKey, type: RecordType?, parent: String?, share: String?, base: String?)?
+            var identity: (key: RecordKey, type: RecordType?, share: String?, base: String?)?
             if let existing, let key = state.nodes[existing]!.recordKey {
                 let other = state.nodes[existing]!
-                identity = (key, other.recordType, other.recordParent, other.shareID, other.staleBase)
+                identity = (key, other.recordType, other.shareID, other.staleBase)
             } else if let taken = state.detached.removeValue(forKey: DetachedName(parent: newParent, name: newName)) {
-                identity = (taken.record.key, taken.record.recordType, taken.record.parent, taken.record.shareID, taken.staleBase)
+                identity = (taken.record.key, taken.record.recordType, taken.record.shareID, taken.staleBase)
             }
             if let identity {
                 // Write-then-rename over a note: the note keeps its record (and so its share,

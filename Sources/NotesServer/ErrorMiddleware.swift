@@ -7,6 +7,8 @@ import NotesModel
 /// `internalError` without leaking details.
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = NotesRequestContext
+    /// Known paths and their methods, for 405 answers.
+    let routes: RouteTable
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -16,6 +18,15 @@ struct ErrorMiddleware: RouterMiddleware {
                 context.logger.error("internal error", metadata: ["message": "\(error.message)"])
             }
             return try error.response(from: request, context: context)
+        } catch let error as HTTPError where error.status == .notFound && routes.methods(for: request.uri.path) != nil {
+            let allowed = routes.methods(for: request.uri.path)!.map(\.rawValue).sorted()
+            var response = try NotesError(
+                .invalidArguments,
+                "\(request.uri.path) does not answer \(request.method); it answers \(allowed.joined(separator: ", ")).")
+                .response(from: request, context: context)
+            response.status = .methodNotAllowed
+            response.headers[.allow] = allowed.joined(separator: ", ")
+            return response
         } catch let error as HTTPError {
             let code: NotesError.Code = switch error.status {
             case .notFound: .unknownItem

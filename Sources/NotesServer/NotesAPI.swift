@@ -19,7 +19,8 @@ public struct NotesAPI: Sendable {
     /// The router with every endpoint; `docs/openapi.yaml` describes them.
     public func router() -> Router<NotesRequestContext> {
         let router = Router(context: NotesRequestContext.self)
-        router.add(middleware: ErrorMiddleware())
+        let routes = RouteTable()
+        router.add(middleware: ErrorMiddleware(routes: routes))
         router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
         PublicPageController(store: store).addRoutes(to: router)
         let v1 = router.group("v1").add(middleware: IdentityMiddleware(store: store))
@@ -27,6 +28,7 @@ public struct NotesAPI: Sendable {
         RecordController(store: store).addRoutes(to: v1)
         ShareController(store: store, publicURL: publicURL).addRoutes(to: v1)
         EventController(notifier: notifier).addRoutes(to: v1)
+        routes.fill(from: router.routes)
         return router
     }
 

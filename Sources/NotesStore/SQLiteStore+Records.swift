@@ -6,7 +6,7 @@ extension SQLiteStore {
     // MARK: Zones
 
     public func createZone(_ zone: ZoneID, actor: String) async throws(NotesError) -> Zone {
-        try Names.validateComponent(zone.name, what: "zone name")
+        try Names.validateNewName(zone.name, what: "zone name")
         guard zone.owner == actor else {
             throw NotesError(.permissionFailure, "You can create zones only in your own private database.")
         }

@@ -102,6 +102,29 @@ import Testing
         #expect(records.map(\.body) == ["kept"])
     }
 
+    @Test func undeclaredMethodsOnKnownPathsGet405WithAllow() async throws {
+        let daemon = try await DaemonProcess.started()
+        let ask = { (method: String, path: String) in
+            Shell.run("curl -s -i -X \(method) --unix-socket '\(daemon.socket)' 'http://localhost\(path)'").stdout
+        }
+        let cases: [(String, String, String)] = [
+            ("PUT", "/v1/zones", "Allow: GET, POST"),
+            ("DELETE", "/v1/records/modify", "Allow: POST"),
+            ("PUT", "/v1/shares/sh_anything", "Allow: DELETE, GET, PATCH"),
+            ("GET", "/v1/accounts/bob/tokens", "Allow: POST"),
+            ("POST", "/s/some-token/plan.html", "Allow: GET"),
+            ("POST", "/healthz", "Allow: GET"),
+        ]
+        for (method, path, allow) in cases {
+            let answer = ask(method, path)
+            #expect(answer.hasPrefix("HTTP/1.1 405"), "\(method) \(path): \(answer)")
+            #expect(answer.contains(allow), "\(method) \(path): \(answer)")
+            #expect(answer.contains(#""code":"invalidArguments""#), "\(method) \(path): \(answer)")
+        }
+        #expect(ask("GET", "/v1/nothing-here").hasPrefix("HTTP/1.1 404"))
+        #expect(ask("GET", "/v1/shares/a/b/c/d").hasPrefix("HTTP/1.1 404"))
+    }
+
     @Test func readOnlyParticipantGets403OverTheAPI() async throws {
         let daemon = try await DaemonProcess.started()
         let alice = try await daemon.account("alice")

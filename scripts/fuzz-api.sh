@@ -116,6 +116,8 @@ OWNER=$(api GET /v1/whoami | json name)
 Z='{"owner":"'$OWNER'","name":"_defaultZone"}'
 W='{"owner":"'$OWNER'","name":"work"}'
 BOB_TOKEN=$(api POST /v1/accounts '{"name":"bob","email":"bob@example.com"}' | json token)  # a second account
+api POST /v1/accounts '{"name":"carol"}' >/dev/null                      # an account to disable and enable
+DOOMED_TOKEN=$(api POST /v1/accounts/carol/tokens '{"label":"to revoke"}' | json id)  # a token to revoke
 api POST /v1/zones '{"name":"work"}' >/dev/null
 api POST /v1/zones '{"name":"scratch"}' >/dev/null
 api POST /v1/records/modify '{"zone":'"$Z"',"saves":[
@@ -188,8 +190,18 @@ include-operation-id = "publicSitePath"
 parameters = { "path.token" = "$TOKEN_B", "path.path" = { dictionary = "sitepaths", probability = 0.8 } }
 
 [[operations]]
-include-operation-id = "issueToken"
+include-operation-id = ["issueToken", "listAccountTokens"]
 parameters = { "path.name" = "bob" }
+
+[[operations]]
+include-operation-id = "updateAccount"
+parameters = { "path.name" = "carol" }
+
+# The fixture token can be revoked once; later revocations of it are 404 by design.
+[[operations]]
+include-operation-id = "revokeToken"
+parameters = { "path.id" = "$DOOMED_TOKEN" }
+checks = { ensure_resource_availability = { enabled = false } }
 
 [[operations]]
 include-operation-id = ["updateShare", "addParticipants"]

@@ -11,8 +11,29 @@ extension NotesClient {
         try await call(.POST, "/v1/accounts", body: API.CreateAccount(name: name, email: email), as: API.TokenIssued.self)
     }
 
-    public func issueToken(for name: String, expiresIn: Double? = nil) async throws(NotesError) -> API.TokenIssued {
-        try await call(.POST, "/v1/accounts/\(name)/tokens", body: API.IssueToken(expiresIn: expiresIn), as: API.TokenIssued.self)
+    public func issueToken(for name: String, expiresIn: Double? = nil, label: String? = nil) async throws(NotesError) -> API.TokenIssued {
+        try await call(.POST, "/v1/accounts/\(name)/tokens", body: API.IssueToken(expiresIn: expiresIn, label: label), as: API.TokenIssued.self)
+    }
+
+    /// Every account (the admin's call).
+    public func accounts() async throws(NotesError) -> [Account] {
+        try await get("/v1/accounts", as: API.Accounts.self).accounts
+    }
+
+    /// Disables or enables an account (the admin's call).
+    public func setAccount(_ name: String, disabled: Bool) async throws(NotesError) -> Account {
+        try await call(.PATCH, "/v1/accounts/\(name)", body: API.UpdateAccount(disabled: disabled), as: Account.self)
+    }
+
+    /// The caller's own tokens, or with `account` another account's (the admin's call).
+    public func tokens(of account: String? = nil) async throws(NotesError) -> [TokenInfo] {
+        try await get(account.map { "/v1/accounts/\($0)/tokens" } ?? "/v1/tokens", as: API.Tokens.self).tokens
+    }
+
+    /// Revokes a token by its id: one's own, or any (the admin).
+    @discardableResult
+    public func revokeToken(id: String) async throws(NotesError) -> TokenInfo {
+        try await call(.DELETE, "/v1/tokens/\(id)", body: Optional<API.Done>.none, as: TokenInfo.self)
     }
 
     public func zones(scope: DatabaseScope) async throws(NotesError) -> [Zone] {

@@ -10,13 +10,33 @@ public enum API {
     public struct IssueToken: Codable, Sendable {
         /// Seconds until the token expires; absent for no expiry.
         public var expiresIn: Double?
-        public init(expiresIn: Double? = nil) { self.expiresIn = expiresIn }
+        /// What the token is for (`laptop mount`), shown when tokens are listed.
+        public var label: String?
+        public init(expiresIn: Double? = nil, label: String? = nil) { self.expiresIn = expiresIn; self.label = label }
+    }
+
+    public struct Tokens: Codable, Sendable {
+        public var tokens: [TokenInfo]
+        public init(tokens: [TokenInfo]) { self.tokens = tokens }
+    }
+
+    public struct Accounts: Codable, Sendable {
+        public var accounts: [Account]
+        public init(accounts: [Account]) { self.accounts = accounts }
+    }
+
+    /// The admin's change to an account: only `disabled` for now.
+    public struct UpdateAccount: Codable, Sendable {
+        public var disabled: Bool
+        public init(disabled: Bool) { self.disabled = disabled }
     }
 
     public struct TokenIssued: Codable, Sendable {
         public var name: String
         public var token: String
-        public init(name: String, token: String) { self.name = name; self.token = token }
+        /// The token's public part, for `revoke`; absent in answers of older servers.
+        public var id: String?
+        public init(name: String, token: String, id: String? = nil) { self.name = name; self.token = token; self.id = id }
     }
 
     public struct CreateZone: Codable, Sendable {

@@ -34,12 +34,60 @@ public struct Account: Sendable, Codable, Equatable {
     /// The admin may create accounts and issue tokens.
     public var isAdmin: Bool
     public var createdAt: Date
+    /// A disabled account is refused on every request (tokens and the Unix socket
+    /// alike) until the admin enables it again; its notes and shares stay as they are.
+    public var isDisabled: Bool
 
-    public init(name: String, email: String?, isAdmin: Bool, createdAt: Date) {
+    public init(name: String, email: String?, isAdmin: Bool, createdAt: Date, isDisabled: Bool = false) {
         self.name = name
         self.email = email
         self.isAdmin = isAdmin
         self.createdAt = createdAt
+        self.isDisabled = isDisabled
+    }
+
+    enum CodingKeys: String, CodingKey { case name, email, isAdmin, createdAt, isDisabled }
+
+    /// `isDisabled` is read as `false` when absent: answers of servers from before it.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        email = try container.decodeIfPresent(String.self, forKey: .email)
+        isAdmin = try container.decode(Bool.self, forKey: .isAdmin)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        isDisabled = try container.decodeIfPresent(Bool.self, forKey: .isDisabled) ?? false
+    }
+}
+
+/// A bearer token as listed to its owner or the admin: never the secret, which is
+/// shown once when issued and kept only as a hash.
+public struct TokenInfo: Sendable, Codable, Equatable {
+    /// The public part of the token (`ntk_<id>_…`): what `revoke` takes.
+    public var id: String
+    public var account: String
+    /// What the token is for, given when it was issued (`laptop mount`, `CI`).
+    public var label: String?
+    public var createdAt: Date
+    public var expiresAt: Date?
+
+    public init(id: String, account: String, label: String?, createdAt: Date, expiresAt: Date?) {
+        self.id = id
+        self.account = account
+        self.label = label
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Who a valid token speaks for, and which token it was (so that revoking it can end
+/// what it opened).
+public struct AuthenticatedToken: Sendable, Equatable {
+    public var account: Account
+    public var tokenID: String
+
+    public init(account: Account, tokenID: String) {
+        self.account = account
+        self.tokenID = tokenID
     }
 }
 

@@ -34,4 +34,18 @@ public enum Limits {
             throw NotesError(.invalidArguments, "\(field) must be \(range); it was \(seconds).")
         }
     }
+
+    // MARK: Guessing
+
+    /// Wrong link passwords allowed per client address in one window; then 429 until
+    /// the window ends. Counted in the store, so that several notesd share the count.
+    public static let passwordFailuresPerClient = 10
+    /// Wrong passwords allowed per link in one window, from everyone together: slows a
+    /// guesser with many addresses, at the price of locking the link for the window.
+    public static let passwordFailuresPerLink = 100
+    /// The window of both counts, in seconds.
+    public static let passwordWindowSeconds: Double = 15 * 60
+    /// Unknown or invalid bearer tokens answered per client address in one minute;
+    /// then 429 until the minute ends (counted in each notesd's memory).
+    public static let tokenFailuresPerClient = 30
 }

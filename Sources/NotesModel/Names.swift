@@ -42,6 +42,19 @@ public enum Names {
         }
     }
 
+    /// Checks a token's label: 1 to 255 characters (Unicode scalars, as JSON Schema
+    /// counts them) of visible text, shown in lists.
+    public static func validateLabel(_ label: String) throws(NotesError) {
+        guard !label.isEmpty, label.unicodeScalars.count <= maxLabelCharacters else {
+            throw NotesError(.invalidArguments, "A token's label must be 1 to \(maxLabelCharacters) characters long.")
+        }
+        guard !label.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+            throw NotesError(.invalidArguments, "A token's label may not hold control characters.")
+        }
+    }
+
+    public static let maxLabelCharacters = 255
+
     /// Checks an account name: a Unix-like login (letters, digits, `.`, `_`, `-`),
     /// because it appears as `shared/<owner>/` and in share URLs.
     public static func validateAccount(_ name: String) throws(NotesError) {

@@ -44,12 +44,15 @@ public struct NotesError: Error, Sendable, Equatable, CustomStringConvertible {
     public var serverRecord: Record?
     /// For a failed batch: the result of each item (its own error or `batchRequestFailed`).
     public var itemErrors: [ItemError]
+    /// For `requestRateLimited`: seconds until a retry can succeed (HTTP `Retry-After`).
+    public var retryAfter: Int?
 
-    public init(_ code: Code, _ message: String, serverRecord: Record? = nil, itemErrors: [ItemError] = []) {
+    public init(_ code: Code, _ message: String, serverRecord: Record? = nil, itemErrors: [ItemError] = [], retryAfter: Int? = nil) {
         self.code = code
         self.message = message
         self.serverRecord = serverRecord
         self.itemErrors = itemErrors
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "\(code.rawValue): \(message)" }

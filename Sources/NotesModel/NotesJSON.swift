@@ -1,7 +1,7 @@
 public import Foundation
 
 /// The JSON conventions shared by server and client: ISO 8601 dates with fractional
-/// seconds, base64 bytes, sorted keys (stable output for scripts and diffs).
+/// seconds, base64 bytes, keys in declaration order (compact and fast; scripts read by key).
 public enum NotesJSON {
     public static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()

@@ -13,11 +13,23 @@ public protocol RecordStore: Sendable {
     func createAccount(name: String, email: String?, isAdmin: Bool) async throws(NotesError) -> Account
     /// The account, or `nil` if there is none by that name.
     func account(named name: String) async throws(NotesError) -> Account?
+    /// Every account, by name (the admin's list).
+    func accounts() async throws(NotesError) -> [Account]
     /// Issues a new bearer token for the account; only its hash is stored.
     /// - Parameter lifetime: seconds until it expires; `nil` for no expiry.
-    func issueToken(for name: String, lifetime: Double?) async throws(NotesError) -> String
-    /// The account a token belongs to, or `nil` for a forged, revoked or expired token.
-    func authenticate(token: String) async throws(NotesError) -> Account?
+    /// - Parameter label: what the token is for, shown when tokens are listed.
+    func issueToken(for name: String, lifetime: Double?, label: String?) async throws(NotesError) -> (token: String, info: TokenInfo)
+    /// The account a token belongs to and the token's id, or `nil` for a forged, revoked
+    /// or expired token, or one of a disabled account.
+    func authenticate(token: String) async throws(NotesError) -> AuthenticatedToken?
+    /// The account's tokens that have not expired, oldest first.
+    func tokens(of account: String) async throws(NotesError) -> [TokenInfo]
+    /// Revokes a token: it is refused from the next request on.
+    /// - Parameter owner: when given, the token must be this account's (a user revoking
+    ///   their own); `nil` is the admin, who may revoke any.
+    func revokeToken(id: String, owner: String?) async throws(NotesError) -> TokenInfo
+    /// Disables or enables an account (the admin's decision, made in the controller).
+    func setAccountDisabled(_ name: String, _ disabled: Bool) async throws(NotesError) -> Account
 
     // MARK: Zones
 
@@ -58,7 +70,9 @@ public protocol RecordStore: Sendable {
     func removeParticipant(shareID: String, name: String, actor: String) async throws(NotesError) -> Share
     /// Accepts the share behind a URL token, as an invitee or, if public, a public user
     /// (who must present the link's password where one is set, before it expires).
-    func acceptShare(urlToken: String, password: String?, actor: String) async throws(NotesError) -> Share
+    /// - Parameter client: who is guessing, for the count of wrong passwords (the
+    ///   client's address; `nil` counts per account).
+    func acceptShare(urlToken: String, password: String?, actor: String, client: String?) async throws(NotesError) -> Share
     func leaveShare(id: String, actor: String) async throws(NotesError)
     /// What anyone may read at a share URL: the share and its records, when its public
     /// permission is not `none`, the link has not expired and needs no password;
@@ -68,9 +82,18 @@ public protocol RecordStore: Sendable {
 }
 
 extension RecordStore {
+    /// Issues a token with no label; returns the token itself.
+    public func issueToken(for name: String, lifetime: Double?) async throws(NotesError) -> String {
+        try await issueToken(for: name, lifetime: lifetime, label: nil).token
+    }
+
     /// Accepts without a password (invitations, and public links that have none).
     public func acceptShare(urlToken: String, actor: String) async throws(NotesError) -> Share {
-        try await acceptShare(urlToken: urlToken, password: nil, actor: actor)
+        try await acceptShare(urlToken: urlToken, password: nil, actor: actor, client: nil)
+    }
+
+    public func acceptShare(urlToken: String, password: String?, actor: String) async throws(NotesError) -> Share {
+        try await acceptShare(urlToken: urlToken, password: password, actor: actor, client: nil)
     }
 }
 

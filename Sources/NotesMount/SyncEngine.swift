@@ -1,6 +1,6 @@
 import Foundation
 public import Logging
-public import NotesClient
+import NotesClient
 import NotesModel
 public import NotesReplica
 import Synchronization

@@ -1,22 +1,55 @@
 import Hummingbird
 import NotesModel
 
-/// Accounts and tokens: `whoami` for everyone, creation and tokens for the admin.
+/// Accounts and tokens: `whoami` and one's own tokens for everyone; creating,
+/// listing and disabling accounts, and their tokens, for the admin.
 struct AccountController {
     let store: any RecordStore
+    let notifier: ChangeNotifier
+    let peers: PeerAccountCache
 
     func addRoutes(to group: RouterGroup<NotesRequestContext>) {
         group.get("whoami") { _, context in
             JSONResponse.make(try context.account())
+        }
+        group.get("accounts") { _, context in
+            try requireAdmin(context)
+            return JSONResponse.make(API.Accounts(accounts: try await store.accounts()))
         }
         group.post("accounts") { request, context in
             try requireAdmin(context)
             var request = request
             let body = try await request.decodeJSON(API.CreateAccount.self)
             let account = try await store.createAccount(name: body.name, email: body.email, isAdmin: false)
-            let token = try await store.issueToken(for: account.name, lifetime: nil)
+            let issued = try await store.issueToken(for: account.name, lifetime: nil, label: "issued with the account")
             context.logger.notice("account created", metadata: ["account": "\(account.name)"])
-            return JSONResponse.make(API.TokenIssued(name: account.name, token: token), status: .created)
+            return JSONResponse.make(API.TokenIssued(name: account.name, token: issued.token, id: issued.info.id), status: .created)
+        }
+        group.patch("accounts/:name") { request, context in
+            try requireAdmin(context)
+            let name = try context.parameters.require("name")
+            var request = request
+            let body = try await request.decodeJSON(API.UpdateAccount.self)
+            if body.disabled && name == context.identity?.account?.name {
+                throw NotesError(.invalidArguments, "You cannot disable your own account: nobody could enable it again.")
+            }
+            let account = try await store.setAccountDisabled(name, body.disabled)
+            if account.isDisabled {
+                // Refused from now on: no cached identity may outlive this, and its
+                // open event streams end at once.
+                peers.forget(account: name)
+                notifier.endStreams(account: name)
+            }
+            context.logger.notice(account.isDisabled ? "account disabled" : "account enabled", metadata: ["account": "\(name)"])
+            return JSONResponse.make(account)
+        }
+        group.get("accounts/:name/tokens") { _, context in
+            try requireAdmin(context)
+            let name = try context.parameters.require("name")
+            guard try await store.account(named: name) != nil else {
+                throw NotesError(.unknownItem, "\(name) is not an account on this server.")
+            }
+            return JSONResponse.make(API.Tokens(tokens: try await store.tokens(of: name)))
         }
         group.post("accounts/:name/tokens") { request, context in
             try requireAdmin(context)
@@ -24,8 +57,20 @@ struct AccountController {
             var request = request
             let body = request.headers[.contentLength] == "0" ? API.IssueToken() : try await request.decodeJSON(API.IssueToken.self)
             if let lifetime = body.expiresIn { try Limits.validateLifetime(lifetime, field: "expiresIn", allowsZero: false) }
-            let token = try await store.issueToken(for: name, lifetime: body.expiresIn)
-            return JSONResponse.make(API.TokenIssued(name: name, token: token), status: .created)
+            let issued = try await store.issueToken(for: name, lifetime: body.expiresIn, label: body.label)
+            return JSONResponse.make(API.TokenIssued(name: name, token: issued.token, id: issued.info.id), status: .created)
+        }
+        group.get("tokens") { _, context in
+            JSONResponse.make(API.Tokens(tokens: try await store.tokens(of: try context.account().name)))
+        }
+        group.delete("tokens/:id") { _, context in
+            let id = try context.parameters.require("id")
+            // Everyone may revoke their own tokens; the admin any token.
+            let owner = context.identity?.isAdmin == true ? nil : try context.account().name
+            let revoked = try await store.revokeToken(id: id, owner: owner)
+            notifier.endStreams(tokenID: revoked.id)
+            context.logger.notice("token revoked", metadata: ["account": "\(revoked.account)", "token": "\(revoked.id)"])
+            return JSONResponse.make(revoked)
         }
     }
 

@@ -10,6 +10,8 @@ public final class ChangeNotifier: Sendable {
     private struct Subscribers {
         var nextID = 0
         var byAccount: [String: [Int: AsyncStream<Event>.Continuation]] = [:]
+        /// The token each stream was opened with (`nil` key: peer credentials).
+        var tokens: [Int: String] = [:]
         var closed = false
     }
 
@@ -25,12 +27,13 @@ public final class ChangeNotifier: Sendable {
 
     /// A stream of events for `account`; it ends when the caller stops iterating or
     /// the notifier closes (daemon shutdown).
-    public func subscribe(account: String) -> AsyncStream<Event> {
+    public func subscribe(account: String, tokenID: String? = nil) -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(1024))
         let id: Int? = state.withLock { state in
             guard !state.closed else { return nil }
             state.nextID += 1
             state.byAccount[account, default: [:]][state.nextID] = continuation
+            if let tokenID { state.tokens[state.nextID] = tokenID }
             return state.nextID
         }
         guard let id else {
@@ -40,6 +43,7 @@ public final class ChangeNotifier: Sendable {
         continuation.onTermination = { [weak self] _ in
             self?.state.withLock { state in
                 state.byAccount[account]?[id] = nil
+                state.tokens[id] = nil
                 if state.byAccount[account]?.isEmpty == true { state.byAccount[account] = nil }
             }
         }
@@ -53,6 +57,28 @@ public final class ChangeNotifier: Sendable {
         for (continuation, notice) in targets {
             continuation.yield(.change(notice))
         }
+    }
+
+    /// Ends the streams of an account (disabled) at once; its clients see the stream
+    /// close and are refused when they ask again.
+    public func endStreams(account: String) {
+        let ended = state.withLock { state in Array((state.byAccount[account] ?? [:]).values) }
+        for continuation in ended { continuation.finish() }
+    }
+
+    /// Ends the streams opened with a token (revoked).
+    public func endStreams(tokenID: String) {
+        let ended = state.withLock { state in
+            state.tokens.filter { $0.value == tokenID }.keys.compactMap { id in
+                state.byAccount.values.lazy.compactMap { $0[id] }.first
+            }
+        }
+        for continuation in ended { continuation.finish() }
+    }
+
+    /// How many streams are open (for limits and tests).
+    public func streamCount(account: String) -> Int {
+        state.withLock { $0.byAccount[account]?.count ?? 0 }
     }
 
     /// Sends a heartbeat to every stream so dead connections are noticed.

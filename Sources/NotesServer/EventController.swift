@@ -13,7 +13,7 @@ struct EventController {
     func addRoutes(to group: RouterGroup<NotesRequestContext>) {
         group.get("events") { _, context in
             let account = try context.account().name
-            let stream = notifier.subscribe(account: account)
+            let stream = notifier.subscribe(account: account, tokenID: context.identity?.tokenID)
             let body = ResponseBody { writer in
                 try await writer.write(ByteBuffer(string: "event: ready\ndata: {}\n\n"))
                 let encoder = NotesJSON.encoder()

@@ -9,11 +9,14 @@ public struct NotesAPI: Sendable {
     public let notifier: ChangeNotifier
     /// Base of share URLs and public pages.
     public let publicURL: String
+    /// How a client's address is found (directly, or behind trusted proxies).
+    public let clients: ClientAddress
 
-    public init(store: any RecordStore, notifier: ChangeNotifier, publicURL: String) {
+    public init(store: any RecordStore, notifier: ChangeNotifier, publicURL: String, clients: ClientAddress = ClientAddress()) {
         self.store = store
         self.notifier = notifier
         self.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+        self.clients = clients
     }
 
     /// The router with every endpoint; `docs/openapi.yaml` describes them.
@@ -23,8 +26,9 @@ public struct NotesAPI: Sendable {
         router.add(middleware: ErrorMiddleware(routes: routes))
         router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
         PublicPageController(store: store).addRoutes(to: router)
-        let v1 = router.group("v1").add(middleware: IdentityMiddleware(store: store))
-        AccountController(store: store).addRoutes(to: v1)
+        let peers = PeerAccountCache()
+        let v1 = router.group("v1").add(middleware: IdentityMiddleware(store: store, peers: peers, clients: clients))
+        AccountController(store: store, notifier: notifier, peers: peers).addRoutes(to: v1)
         RecordController(store: store).addRoutes(to: v1)
         ShareController(store: store, publicURL: publicURL).addRoutes(to: v1)
         EventController(notifier: notifier).addRoutes(to: v1)

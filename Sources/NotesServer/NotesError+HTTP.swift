@@ -25,6 +25,9 @@ extension NotesError: HTTPResponseError {
         if code == .notAuthenticated {
             response.headers[.wwwAuthenticate] = "Bearer"
         }
+        if let retryAfter {
+            response.headers[.retryAfter] = String(max(1, retryAfter))
+        }
         return response
     }
 }

@@ -9,10 +9,17 @@ public struct Identity: Sendable {
     public var account: Account?
     /// May create accounts and issue tokens: the daemon's admin, or root on the socket.
     public var isAdmin: Bool
+    /// The token the request presented (`nil` for peer credentials on the socket):
+    /// revoking it ends what it opened.
+    public var tokenID: String?
+    /// The client's address, for counting guesses (`ClientAddress`); nil on the socket.
+    public var client: String?
 
-    public init(account: Account?, isAdmin: Bool) {
+    public init(account: Account?, isAdmin: Bool, tokenID: String? = nil, client: String? = nil) {
         self.account = account
         self.isAdmin = isAdmin
+        self.tokenID = tokenID
+        self.client = client
     }
 }
 
@@ -20,7 +27,7 @@ public struct Identity: Sendable {
 /// channel (for peer credentials on the Unix socket) and the caller's identity.
 public struct NotesRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The connection; used only to read `SO_PEERCRED` on the Unix socket.
+    /// The connection: `SO_PEERCRED` on the Unix socket, the peer's address on TCP.
     let channel: any Channel
     public var identity: Identity?
 

@@ -61,7 +61,7 @@ struct ShareController {
             guard let token = API.shareToken(fromURL: body.url) else {
                 throw NotesError(.unknownItem, "No share has this URL: it may have been stopped, or its owner replaced the URL. Ask the owner for a new one.")
             }
-            return JSONResponse.make(present(try await store.acceptShare(urlToken: token, password: body.password, actor: actor)))
+            return JSONResponse.make(present(try await store.acceptShare(urlToken: token, password: body.password, actor: actor, client: context.identity?.client)))
         }
     }
 

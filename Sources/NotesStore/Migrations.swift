@@ -154,6 +154,26 @@ enum Migrations {
                 CREATE INDEX versions_by_record ON versions(owner, zone, record_name, created_seq, seq);
                 """)
         }
+        migrator.registerMigration("v4: token labels, disabled accounts") { db in
+            try db.execute(sql: """
+                -- What a token is for, as its owner named it; revoking a token deletes its row.
+                ALTER TABLE tokens ADD COLUMN label TEXT;
+                CREATE INDEX tokens_by_account ON tokens(account);
+                -- A disabled account is refused on every request until enabled again.
+                ALTER TABLE accounts ADD COLUMN disabled_at REAL;
+                """)
+        }
+        migrator.registerMigration("v5: wrong link passwords, counted") { db in
+            try db.execute(sql: """
+                -- Wrong link passwords per `link:<share>` and `client:<address>` in the
+                -- current window (see PasswordAttempts); rows of old windows are deleted.
+                CREATE TABLE password_attempts (
+                    key TEXT PRIMARY KEY,
+                    window_start REAL NOT NULL,
+                    failures INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -39,20 +39,28 @@ extension SQLiteStore {
         }
     }
 
-    public func issueToken(for name: String, lifetime: Double?) async throws(NotesError) -> String {
+    public func accounts() async throws(NotesError) -> [Account] {
+        try await read { db in
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM accounts ORDER BY name")).map(Self.account(from:))
+        }
+    }
+
+    public func issueToken(for name: String, lifetime: Double?, label: String?) async throws(NotesError) -> (token: String, info: TokenInfo) {
         if let lifetime { try Limits.validateLifetime(lifetime, field: "expiresIn", allowsZero: false) }
+        if let label { try Names.validateLabel(label) }
         let made = TokenSecrets.make()
         return try await write { context in
             guard try Bool.fetchOne(context.db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE name = ?"), arguments: [name]) == true else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server; create it with `notes account create \(name)`.")
             }
-            let expiry = lifetime.map { context.now.addingTimeInterval($0).storedValue }
-            try context.db.cachedStatement(sql: "INSERT INTO tokens (id, account, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)").execute(arguments: [made.id, name, Data(made.hash), context.now.storedValue, expiry])
-            return made.token
+            let expiry = lifetime.map { context.now.addingTimeInterval($0) }
+            try context.db.cachedStatement(sql: "INSERT INTO tokens (id, account, secret_hash, created_at, expires_at, label) VALUES (?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [made.id, name, Data(made.hash), context.now.storedValue, expiry?.storedValue, label])
+            return (made.token, TokenInfo(id: made.id, account: name, label: label, createdAt: context.now, expiresAt: expiry))
         }
     }
 
-    public func authenticate(token: String) async throws(NotesError) -> Account? {
+    public func authenticate(token: String) async throws(NotesError) -> AuthenticatedToken? {
         guard let parts = TokenSecrets.parse(token) else { return nil }
         let presented = TokenSecrets.hash(parts.secret)
         return try await read { db in
@@ -63,11 +71,54 @@ extension SQLiteStore {
             let stored: Data = row["secret_hash"]
             guard TokenSecrets.constantTimeEqual(Array(stored), presented) else { return nil }
             if let expiry: Double = row["expires_at"], expiry < self.clock().storedValue { return nil }
+            let account = Self.account(from: row)
+            guard !account.isDisabled else { return nil }
+            return AuthenticatedToken(account: account, tokenID: parts.id)
+        }
+    }
+
+    public func tokens(of account: String) async throws(NotesError) -> [TokenInfo] {
+        let now = clock().storedValue
+        return try await read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT id, account, label, created_at, expires_at FROM tokens
+                WHERE account = ? AND (expires_at IS NULL OR expires_at >= ?) ORDER BY created_at, id
+                """), arguments: [account, now]).map(Self.tokenInfo(from:))
+        }
+    }
+
+    public func revokeToken(id: String, owner: String?) async throws(NotesError) -> TokenInfo {
+        try await write { context in
+            let row = try Row.fetchOne(context.db.cachedStatement(sql: "SELECT id, account, label, created_at, expires_at FROM tokens WHERE id = ?"), arguments: [id])
+            // Someone else's token reads as no token at all: ids are not to be probed.
+            guard let row, owner == nil || row["account"] == owner else {
+                throw NotesError(.unknownItem, "There is no token \(id) of yours; `GET /v1/tokens` lists them.")
+            }
+            try context.db.cachedStatement(sql: "DELETE FROM tokens WHERE id = ?").execute(arguments: [id])
+            return Self.tokenInfo(from: row)
+        }
+    }
+
+    public func setAccountDisabled(_ name: String, _ disabled: Bool) async throws(NotesError) -> Account {
+        try await write { context in
+            try context.db.cachedStatement(sql: "UPDATE accounts SET disabled_at = CASE WHEN ? THEN COALESCE(disabled_at, ?) ELSE NULL END WHERE name = ?")
+                .execute(arguments: [disabled, context.now.storedValue, name])
+            guard let row = try Row.fetchOne(context.db.cachedStatement(sql: "SELECT * FROM accounts WHERE name = ?"), arguments: [name]) else {
+                throw NotesError(.unknownItem, "\(name) is not an account on this server.")
+            }
             return Self.account(from: row)
         }
     }
 
+    static func tokenInfo(from row: Row) -> TokenInfo {
+        TokenInfo(
+            id: row["id"], account: row["account"], label: row["label"], createdAt: Date(stored: row["created_at"]),
+            expiresAt: (row["expires_at"] as Double?).map { Date(stored: $0) })
+    }
+
     static func account(from row: Row) -> Account {
-        Account(name: row["name"], email: row["email"], isAdmin: row["is_admin"], createdAt: Date(stored: row["created_at"]))
+        Account(
+            name: row["name"], email: row["email"], isAdmin: row["is_admin"], createdAt: Date(stored: row["created_at"]),
+            isDisabled: (row["disabled_at"] as Double?) != nil)
     }
 }

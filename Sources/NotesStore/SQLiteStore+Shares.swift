@@ -155,8 +155,23 @@ extension SQLiteStore {
         }
     }
 
-    public func acceptShare(urlToken: String, password: String?, actor: String) async throws(NotesError) -> Share {
+    public func acceptShare(urlToken: String, password: String?, actor: String, client: String?) async throws(NotesError) -> Share {
         if let password, password.utf8.count > 1024 { throw NotesError(.invalidArguments, "The password is longer than 1,024 bytes.") }
+        // A password is checked before the write: the count of wrong guesses first (429
+        // once over it), then PBKDF2 on a thread of its own, so that guessing holds
+        // neither the writer nor a thread of the server. The write then only compares
+        // the hash it checked against with the one stored (a changed password: retry).
+        var checkedHash: Data?
+        if let password, let guarded = try await passwordOfLink(urlToken) {
+            let keys = PasswordAttempts.keys(shareID: guarded.shareID, client: client ?? "account:\(actor)")
+            try await PasswordAttempts.refuseIfOver(self, keys)
+            guard await LinkPasswords.matchesOffThread(password, salt: [UInt8](guarded.salt), hash: [UInt8](guarded.hash)) else {
+                try await PasswordAttempts.countFailure(self, keys)
+                throw NotesError(.permissionFailure, "That is not the link's password; check it with its owner.")
+            }
+            checkedHash = guarded.hash
+        }
+        let verified = checkedHash
         return try await write { context in
             let db = context.db
             let unknown = NotesError(.unknownItem, "No share has this URL: it may have been stopped, or its owner replaced the URL. Ask the owner for a new one.")
@@ -193,12 +208,12 @@ extension SQLiteStore {
                 }
                 // An expired public link answers like one that does not exist.
                 if let expiresAt, self.clock().timeIntervalSince1970 >= expiresAt { throw unknown }
-                if let salt, let hash {
-                    guard let password else {
+                if salt != nil, let hash {
+                    guard password != nil else {
                         throw NotesError(.permissionFailure, "This link needs a password; ask \(share.owner) for it and pass it with --password.")
                     }
-                    guard LinkPasswords.matches(password, salt: [UInt8](salt), hash: [UInt8](hash)) else {
-                        throw NotesError(.permissionFailure, "That is not the link's password; check it with \(share.owner).")
+                    guard verified == hash else {
+                        throw NotesError(.permissionFailure, "The link's password changed while it was checked; try again with the new one.")
                     }
                 }
                 let permission: ParticipantPermission = share.publicPermission == .readWrite ? .readWrite : .readOnly
@@ -211,6 +226,18 @@ extension SQLiteStore {
             context.notices.insert(ChangeNotice(account: actor, scope: .shared, zone: nil))
             context.notices.insert(ChangeNotice(account: share.owner, scope: .private, zone: share.zone))
             return try Self.loadShare(db, id: id)
+        }
+    }
+
+    /// The salt and hash of a live link's password, or nil when it has none (or no such link).
+    func passwordOfLink(_ urlToken: String) async throws(NotesError) -> (shareID: String, salt: Data, hash: Data)? {
+        try await read { db in
+            guard let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT id, password_salt, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
+                arguments: [urlToken]),
+                let salt = row[1] as Data?, let hash = row[2] as Data?
+            else { return nil }
+            return (row[0], salt, hash)
         }
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Crypto
 import _CryptoExtras
 import NotesModel
@@ -55,6 +56,16 @@ enum LinkPasswords {
     static func matches(_ password: String, salt: [UInt8], hash: [UInt8]) -> Bool {
         guard hash.count == 32, let derived = derive(password, salt: salt) else { return false }
         return TokenSecrets.constantTimeEqual(derived, hash)
+    }
+
+    /// `matches` on a Dispatch thread: 210,000 rounds take tens of milliseconds, which
+    /// must not stall Swift's cooperative pool or an event loop.
+    static func matchesOffThread(_ password: String, salt: [UInt8], hash: [UInt8]) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(returning: matches(password, salt: salt, hash: hash))
+            }
+        }
     }
 
     private static func derive(_ password: String, salt: [UInt8]) -> [UInt8]? {

@@ -53,6 +53,11 @@ struct Notesd: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(name: .customLong("trusted-proxy"), help: ArgumentHelp(
+        "IP address of a reverse proxy in front of notesd, whose X-Forwarded-For is believed when counting wrong passwords and tokens (repeat for several).",
+        valueName: "IP"))
+    var trustedProxies: [String] = []
+
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -72,7 +77,7 @@ struct Notesd: AsyncParsableCommand {
         try await Self.ensureAdmin(store, logger: logger)
         try paths.prepareSocket()
 
-        let api = NotesAPI(store: store, notifier: notifier, publicURL: baseURL)
+        let api = NotesAPI(store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)))
         var services: [any Service] = [
             UnixSocketServer(application: api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")), path: paths.socket),
             NotifierService(notifier: notifier),

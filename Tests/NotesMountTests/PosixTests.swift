@@ -79,7 +79,7 @@ struct PosixTests {
         try await people.daemon.restart()
         #expect(await eventually { (try? await people.alice.zones(scope: .private).map(\.id.name).contains("Work")) == true })
         #expect(await queueDrained(people.aliceMount))
-        FileManager.default.createFile(atPath: go, contents: nil)
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
 
         // Then the folder is still where the shell stands: getcwd works, relative paths too
         let result = await standing.value
@@ -106,7 +106,7 @@ struct PosixTests {
             RecordSave(recordName: folder.recordName, recordType: .folder, name: "Renamed", changeTag: folder.changeTag),
         ]))
         #expect(await eventually(20) { FileManager.default.fileExists(atPath: people.aliceMount.path("private/Work/Renamed")) })
-        FileManager.default.createFile(atPath: go, contents: nil)
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
 
         // Then the process still has a working directory, under the new name
         let result = await standing.value

@@ -54,6 +54,128 @@ import Testing
         #expect(refused)
     }
 
+    @Test func revokedTokensAndDisabledAccountsAreRefusedAndTheirStreamsEnd() async throws {
+        let daemon = try await DaemonProcess.started()
+        let admin = daemon.client()
+        let alice = try await daemon.account("alice")
+        let bob = try await daemon.account("bob")
+        let laptop = try await admin.issueToken(for: "alice", label: "laptop mount")
+        let laptopClient = daemon.client(token: laptop.token)
+        #expect(try await alice.tokens().map(\.label) == ["issued with the account", "laptop mount"])
+        #expect(try await admin.tokens(of: "alice").count == 2)
+        await Self.expectFailure(.permissionFailure) { _ = try await alice.tokens(of: "bob") }
+        await Self.expectFailure(.permissionFailure) { _ = try await alice.accounts() }
+
+        // An event stream opened with the laptop's token ends when alice revokes that token.
+        let stream = Self.watch(laptopClient)
+        #expect(await Self.eventually(20) { await stream.isReady })
+        let bobsToken = try #require(try await bob.tokens().first)
+        await Self.expectFailure(.unknownItem) { try await alice.revokeToken(id: bobsToken.id) }
+        #expect(try await alice.revokeToken(id: try #require(laptop.id)).label == "laptop mount")
+        #expect(await Self.eventually(20) { await stream.hasEnded })
+        await Self.expectFailure(.notAuthenticated) { _ = try await laptopClient.whoami() }
+        #expect(try await alice.whoami().name == "alice")
+
+        // Disabling alice ends her other streams at once and refuses her tokens; enabling
+        // her lets the same token in again. The admin cannot lock themself out.
+        let other = Self.watch(alice)
+        #expect(await Self.eventually(20) { await other.isReady })
+        #expect(try await admin.setAccount("alice", disabled: true).isDisabled)
+        #expect(await Self.eventually(20) { await other.hasEnded })
+        await Self.expectFailure(.notAuthenticated) { _ = try await alice.whoami() }
+        #expect(try await admin.accounts().filter(\.isDisabled).map(\.name) == ["alice"])
+        await Self.expectFailure(.invalidArguments) { _ = try await admin.setAccount(try await admin.whoami().name, disabled: true) }
+        #expect(try await admin.setAccount("alice", disabled: false).isDisabled == false)
+        #expect(try await alice.whoami().name == "alice")
+
+        // Peer credentials too: a Unix user whose account is disabled is refused on the socket.
+        if Shell.run("id -u nobody && command -v runuser").status == 0 {
+            _ = try await admin.createAccount(name: "nobody")
+            let asNobody = { Shell.run("runuser -u nobody -- curl -s --unix-socket '\(daemon.socket)' http://localhost/v1/whoami").stdout }
+            #expect(asNobody().contains(#""name":"nobody""#), "\(asNobody())")
+            _ = try await admin.setAccount("nobody", disabled: true)
+            #expect(asNobody().contains("disabled"), "\(asNobody())")
+        } else {
+            print("revocation: no user nobody or no runuser here; the peer-credential case was not run")
+        }
+    }
+
+    /// Follows an account's event stream in the background: whether it said `ready`, and
+    /// whether it ended.
+    actor StreamWatch {
+        var isReady = false
+        var hasEnded = false
+        func ready() { isReady = true }
+        func ended() { hasEnded = true }
+    }
+
+    static func watch(_ client: NotesClient) -> StreamWatch {
+        let watch = StreamWatch()
+        Task {
+            do {
+                for try await event in client.events() where event == .ready { await watch.ready() }
+            } catch {}
+            await watch.ended()
+        }
+        return watch
+    }
+
+    @Test func guessingIsCountedPerClientAddressAndForwardedOnlyFromATrustedProxy() async throws {
+        // notesd behind a proxy on 127.0.0.1: the address that proxy forwards is the client's.
+        let daemon = try await DaemonProcess.started(tcp: true, arguments: ["--trusted-proxy", "127.0.0.1"])
+        let port = try #require(daemon.port)
+        let alice = try await daemon.account("alice")
+        let bob = try await daemon.account("bob")
+        let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
+        _ = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "p")]))
+        let share = try await alice.createShare(NewShare(zone: zone, rootRecordName: "plan", publicPermission: .readOnly))
+        _ = try await alice.updateShare(id: share.id, ShareUpdate(publicPassword: "s3cret"))
+        let bobsToken = try await daemon.client().issueToken(for: "bob").token
+        let accept = { (password: String, from: String) -> String in
+            Shell.run("""
+                curl -s -i -X POST -H 'Authorization: Bearer \(bobsToken)' -H 'X-Forwarded-For: 10.9.9.9, \(from)' \
+                  -H 'Content-Type: application/json' -d '{"url":"\(share.urlToken)","password":"\(password)"}' http://127.0.0.1:\(port)/v1/accept
+                """).stdout
+        }
+        for attempt in 1...Limits.passwordFailuresPerClient {
+            #expect(accept("wrong \(attempt)", "198.51.100.7").hasPrefix("HTTP/1.1 403"))
+        }
+        let limited = accept("s3cret", "198.51.100.7")
+        #expect(limited.hasPrefix("HTTP/1.1 429") && limited.contains("Retry-After: "), "\(limited)")
+        // The left-hand address is the client's own claim and changes nothing; the one
+        // the proxy added does.
+        #expect(accept("s3cret", "198.51.100.8").hasPrefix("HTTP/1.1 200"))
+        _ = bob
+
+        // Bad tokens: after the limit, this address's bad tokens get 429 until the minute
+        // is over; a valid token from there still passes.
+        let whoami = { (token: String) -> String in
+            Shell.run("curl -s -i -H 'Authorization: Bearer \(token)' -H 'X-Forwarded-For: 192.0.2.1' http://127.0.0.1:\(port)/v1/whoami").stdout
+        }
+        let forged = "ntk_0123456789abcdef_" + String(repeating: "x", count: 43)
+        for _ in 1...Limits.tokenFailuresPerClient {
+            #expect(whoami(forged).hasPrefix("HTTP/1.1 401"))
+        }
+        let refused = whoami(forged)
+        #expect(refused.hasPrefix("HTTP/1.1 429") && refused.contains("Retry-After: "), "\(refused)")
+        #expect(whoami(bobsToken).hasPrefix("HTTP/1.1 200"))
+        // Elsewhere, bad tokens are still answered 401.
+        await Self.expectFailure(.notAuthenticated) { _ = try await daemon.tcpClient(token: forged).whoami() }
+    }
+
+    @Test func forwardedAddressesAreIgnoredWithoutATrustedProxy() async throws {
+        let daemon = try await DaemonProcess.started(tcp: true)
+        let port = try #require(daemon.port)
+        let whoami = { (forwarded: String) -> String in
+            Shell.run("curl -s -i -H 'Authorization: Bearer not-a-token' -H 'X-Forwarded-For: \(forwarded)' http://127.0.0.1:\(port)/v1/whoami").stdout
+        }
+        // Each request claims another address; they all count for 127.0.0.1.
+        for index in 1...Limits.tokenFailuresPerClient {
+            #expect(whoami("192.0.2.\(index)").hasPrefix("HTTP/1.1 401"))
+        }
+        #expect(whoami("192.0.2.200").hasPrefix("HTTP/1.1 429"))
+    }
+
     @Test func tcpNeedsAToken() async throws {
         let daemon = try await DaemonProcess.started(tcp: true)
         let issued = try await daemon.client().createAccount(name: "bob")
@@ -111,7 +233,8 @@ import Testing
             ("PUT", "/v1/zones", "Allow: GET, POST"),
             ("DELETE", "/v1/records/modify", "Allow: POST"),
             ("PUT", "/v1/shares/sh_anything", "Allow: DELETE, GET, PATCH"),
-            ("GET", "/v1/accounts/bob/tokens", "Allow: POST"),
+            ("DELETE", "/v1/accounts/bob/tokens", "Allow: GET, POST"),
+            ("GET", "/v1/tokens/some-id", "Allow: DELETE"),
             ("POST", "/s/some-token/plan.html", "Allow: GET"),
             ("POST", "/healthz", "Allow: GET"),
         ]

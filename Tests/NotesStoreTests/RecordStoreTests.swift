@@ -233,21 +233,54 @@ import Testing
     func tokensAreCheckedAndExpire(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         let token = try await f.store.issueToken(for: Fixture.bob, lifetime: nil)
-        #expect(try await f.store.authenticate(token: token)?.name == Fixture.bob)
+        #expect(try await f.store.authenticate(token: token)?.account.name == Fixture.bob)
         var forged = Array(token)
         forged[forged.count - 1] = forged.last == "A" ? "B" : "A"
         #expect(try await f.store.authenticate(token: String(forged)) == nil)
         #expect(try await f.store.authenticate(token: "ntk_0000000000000000_" + String(repeating: "A", count: 43)) == nil)
         #expect(try await f.store.authenticate(token: "garbage") == nil)
         let shortLived = try await f.store.issueToken(for: Fixture.bob, lifetime: 1.5)
-        #expect(try await f.store.authenticate(token: shortLived)?.name == Fixture.bob)
+        #expect(try await f.store.authenticate(token: shortLived)?.account.name == Fixture.bob)
         f.clock.advance(by: 1.4)
-        #expect(try await f.store.authenticate(token: shortLived)?.name == Fixture.bob)
+        #expect(try await f.store.authenticate(token: shortLived)?.account.name == Fixture.bob)
         f.clock.advance(by: 0.2)
         #expect(try await f.store.authenticate(token: shortLived) == nil)
         await f.expectFailure(.unknownItem) { _ = try await f.store.issueToken(for: "nobody", lifetime: nil) }
         await f.expectFailure(.constraintViolation) { _ = try await f.store.createAccount(name: Fixture.bob, email: nil, isAdmin: false) }
         await f.expectFailure(.invalidArguments) { _ = try await f.store.createAccount(name: "../etc", email: nil, isAdmin: false) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func tokensAreListedLabelledAndRevokedAndAccountsDisabled(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let laptop = try await f.store.issueToken(for: Fixture.bob, lifetime: nil, label: "laptop mount")
+        let ci = try await f.store.issueToken(for: Fixture.bob, lifetime: 60, label: "CI")
+        let alices = try await f.store.issueToken(for: Fixture.alice, lifetime: nil, label: nil)
+        #expect(try await f.store.tokens(of: Fixture.bob).map(\.label) == ["laptop mount", "CI"])
+        #expect(try await f.store.authenticate(token: laptop.token)?.tokenID == laptop.info.id)
+        await f.expectFailure(.invalidArguments) { _ = try await f.store.issueToken(for: Fixture.bob, lifetime: nil, label: "a\u{1B}[31mred") }
+        await f.expectFailure(.invalidArguments) { _ = try await f.store.issueToken(for: Fixture.bob, lifetime: nil, label: String(repeating: "x", count: 256)) }
+
+        // Bob may revoke his own tokens, not Alice's (which reads as no token at all).
+        await f.expectFailure(.unknownItem) { _ = try await f.store.revokeToken(id: alices.info.id, owner: Fixture.bob) }
+        #expect(try await f.store.authenticate(token: alices.token) != nil)
+        #expect(try await f.store.revokeToken(id: laptop.info.id, owner: Fixture.bob).label == "laptop mount")
+        #expect(try await f.store.authenticate(token: laptop.token) == nil)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.revokeToken(id: laptop.info.id, owner: nil) }
+        // Expired tokens are not listed.
+        f.clock.advance(by: 61)
+        #expect(try await f.store.tokens(of: Fixture.bob).isEmpty)
+
+        // A disabled account's tokens are refused until it is enabled again.
+        let fresh = try await f.store.issueToken(for: Fixture.bob, lifetime: nil, label: nil)
+        #expect(try await f.store.setAccountDisabled(Fixture.bob, true).isDisabled)
+        #expect(try await f.store.authenticate(token: fresh.token) == nil)
+        #expect(try await f.store.account(named: Fixture.bob)?.isDisabled == true)
+        #expect(try await f.store.accounts().filter(\.isDisabled).map(\.name) == [Fixture.bob])
+        #expect(try await f.store.setAccountDisabled(Fixture.bob, false).isDisabled == false)
+        #expect(try await f.store.authenticate(token: fresh.token)?.account.name == Fixture.bob)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.setAccountDisabled("nobody", true) }
+        _ = ci
     }
 
     @Test(arguments: Backend.allCases)

@@ -53,6 +53,35 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases)
+    func wrongLinkPasswordsAreCountedPerClientAndWaitOutTheirWindow(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "plan", publicPermission: .readOnly), actor: Fixture.alice)
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPassword: "s3cret"), actor: Fixture.alice)
+        let guesser = "203.0.113.7"
+        for attempt in 1...Limits.passwordFailuresPerClient {
+            await f.expectFailure(.permissionFailure) {
+                _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "guess \(attempt)", actor: Fixture.bob, client: guesser)
+            }
+        }
+        // Over the count: refused before any check, even with the right password, with
+        // the time left in the window.
+        do {
+            _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "s3cret", actor: Fixture.bob, client: guesser)
+            Issue.record("a guess over the limit was checked")
+        } catch {
+            #expect(error.code == .requestRateLimited)
+            #expect((1...Int(Limits.passwordWindowSeconds)).contains(error.retryAfter ?? 0), "\(error)")
+        }
+        // Another client is not held back by this one.
+        _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "s3cret", actor: Fixture.carol, client: "198.51.100.1")
+        // When the window is over, the guesser may try again.
+        f.clock.advance(by: Limits.passwordWindowSeconds + 1)
+        _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "s3cret", actor: Fixture.bob, client: guesser)
+        #expect(try await f.store.shares(actor: Fixture.bob).map(\.id) == [share.id])
+    }
+
+    @Test(arguments: Backend.allCases)
     func readWriteParticipantWorksInsideTheShareOnly(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         try await Self.tree(f)

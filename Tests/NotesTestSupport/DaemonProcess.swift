@@ -11,6 +11,8 @@ import Testing
 public final class DaemonProcess: @unchecked Sendable {
     public let dataDir: String
     public let socket: String
+    /// Options given to every start of this daemon (restarts too).
+    let extraArguments: [String]
     public let port: Int?
     public private(set) var process: Process
     public let logPath: String
@@ -26,7 +28,8 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// Starts a daemon and waits until it answers on its socket.
-    public init(tcp: Bool = false, dataDir: String? = nil) async throws {
+    public init(tcp: Bool = false, dataDir: String? = nil, arguments extra: [String] = []) async throws {
+        self.extraArguments = extra
         // Unix socket paths are limited to 108 bytes: keep the folder short.
         self.dataDir = dataDir ?? "/tmp/nt-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: self.dataDir, withIntermediateDirectories: true)
@@ -40,7 +43,7 @@ public final class DaemonProcess: @unchecked Sendable {
     private func start() throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        var arguments = ["--data-dir", dataDir, "--socket", socket, "--log-level", "debug"]
+        var arguments = ["--data-dir", dataDir, "--socket", socket, "--log-level", "debug"] + extraArguments
         if let port { arguments += ["--listen", "127.0.0.1:\(port)"] }
         process.arguments = arguments
         try process.appendOutput(to: logPath)
@@ -58,8 +61,8 @@ public final class DaemonProcess: @unchecked Sendable {
         throw NotesError(.serviceUnavailable, "notesd did not come up; its log:\n\(log)")
     }
 
-    public static func started(tcp: Bool = false) async throws -> DaemonProcess {
-        let daemon = try await DaemonProcess(tcp: tcp)
+    public static func started(tcp: Bool = false, arguments: [String] = []) async throws -> DaemonProcess {
+        let daemon = try await DaemonProcess(tcp: tcp, arguments: arguments)
         try await daemon.waitUntilReady()
         return daemon
     }

@@ -15,6 +15,11 @@ extension NotesClient {
         try await call(.POST, "/v1/accounts/\(name)/tokens", body: API.IssueToken(expiresIn: expiresIn, label: label), as: API.TokenIssued.self)
     }
 
+    /// What the caller's zones hold, and the quota.
+    public func usage() async throws(NotesError) -> API.Usage {
+        try await get("/v1/usage", as: API.Usage.self)
+    }
+
     /// Every account (the admin's call).
     public func accounts() async throws(NotesError) -> [Account] {
         try await get("/v1/accounts", as: API.Accounts.self).accounts

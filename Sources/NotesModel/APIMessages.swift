@@ -15,6 +15,13 @@ public enum API {
         public init(expiresIn: Double? = nil, label: String? = nil) { self.expiresIn = expiresIn; self.label = label }
     }
 
+    /// What the caller's zones hold, against the quota (`nil`: no limit).
+    public struct Usage: Codable, Sendable {
+        public var usedBytes: Int64
+        public var quotaBytes: Int64?
+        public init(usedBytes: Int64, quotaBytes: Int64?) { self.usedBytes = usedBytes; self.quotaBytes = quotaBytes }
+    }
+
     public struct Tokens: Codable, Sendable {
         public var tokens: [TokenInfo]
         public init(tokens: [TokenInfo]) { self.tokens = tokens }

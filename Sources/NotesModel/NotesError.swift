@@ -29,6 +29,9 @@ public struct NotesError: Error, Sendable, Equatable, CustomStringConvertible {
         case folderNotEmpty
         /// A size or count limit was exceeded (body size, batch size, participants).
         case limitExceeded
+        /// The zone owner's storage is full (CloudKit's `quotaExceeded`): delete notes
+        /// or old versions, or ask the admin for more.
+        case quotaExceeded
         /// Too many requests; retry later.
         case requestRateLimited
         /// The service cannot answer right now (storage fault, shutting down).

@@ -30,6 +30,11 @@ public protocol RecordStore: Sendable {
     func revokeToken(id: String, owner: String?) async throws(NotesError) -> TokenInfo
     /// Disables or enables an account (the admin's decision, made in the controller).
     func setAccountDisabled(_ name: String, _ disabled: Bool) async throws(NotesError) -> Account
+    /// Bytes the account's zones hold (records and kept versions), and its quota.
+    func usage(of account: String) async throws(NotesError) -> (used: Int64, quota: Int64?)
+    /// Deletes the versions the retention rule no longer keeps; returns how many.
+    @discardableResult
+    func pruneVersions(maxRecords: Int) async throws(NotesError) -> Int
 
     // MARK: Zones
 

@@ -63,18 +63,20 @@ extension NoteTree {
 
     /// Records a zone the server lists, so its records find their folder.
     public func zoneSeen(_ zone: ZoneID, scope: DatabaseScope) {
-        var invalidations: [Invalidation] = []
         state.withLock { state in
             guard state.zones[zone] == nil else { return }
             state.zones[zone] = scope
             // Zone-wide shares show as folders at once; hierarchy shares show their roots.
+            // (`zoneContainer` tells the kernel about a folder it adds. A folder that was
+            // there already is left alone: invalidating its entry would unhash it, and a
+            // shell standing in `private/` would find its working directory gone; the
+            // simulation cannot see that, a test did: `getcwd() failed`.)
             if scope == .private || state.shares.values.contains(where: { $0.zone == zone && $0.isZoneWide }) {
-                let inode = Self.zoneContainer(&state, zone, scope: scope)
-                if let node = state.nodes[inode] { invalidations.append(.entry(node.parent, node.name)) }
+                _ = Self.zoneContainer(&state, zone, scope: scope)
             }
             Self.reclaimNames(&state)
         }
-        invalidate(invalidations + state.withLock { state in
+        invalidate(state.withLock { state in
             defer { state.pendingInvalidations = [] }
             return state.pendingInvalidations
         })

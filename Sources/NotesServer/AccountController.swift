@@ -60,6 +60,10 @@ struct AccountController {
             let issued = try await store.issueToken(for: name, lifetime: body.expiresIn, label: body.label)
             return JSONResponse.make(API.TokenIssued(name: name, token: issued.token, id: issued.info.id), status: .created)
         }
+        group.get("usage") { _, context in
+            let usage = try await store.usage(of: try context.account().name)
+            return JSONResponse.make(API.Usage(usedBytes: usage.used, quotaBytes: usage.quota))
+        }
         group.get("tokens") { _, context in
             JSONResponse.make(API.Tokens(tokens: try await store.tokens(of: try context.account().name)))
         }

@@ -13,7 +13,7 @@ extension NotesError: HTTPResponseError {
         case .permissionFailure: .forbidden
         case .unknownItem, .zoneNotFound: .notFound
         case .serverRecordChanged, .batchRequestFailed, .alreadyShared, .constraintViolation, .folderNotEmpty: .conflict
-        case .limitExceeded: .contentTooLarge
+        case .limitExceeded, .quotaExceeded: .contentTooLarge
         case .requestRateLimited: .tooManyRequests
         case .serviceUnavailable: .serviceUnavailable
         case .internalError: .internalServerError

@@ -174,6 +174,44 @@ enum Migrations {
                 );
                 """)
         }
+        migrator.registerMigration("v6: storage used per account") { db in
+            try db.execute(sql: """
+                -- Bytes each account's zones hold: note text and attachments of records,
+                -- and the text of kept versions. Triggers keep it exact on every write,
+                -- whatever the path, so the quota check reads one row.
+                CREATE TABLE usage (
+                    owner TEXT PRIMARY KEY,
+                    bytes INTEGER NOT NULL DEFAULT 0
+                );
+                INSERT INTO usage (owner, bytes)
+                SELECT name,
+                    (SELECT COALESCE(SUM(COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0)), 0) FROM records WHERE owner = accounts.name)
+                  + (SELECT COALESCE(SUM(COALESCE(length(CAST(body AS BLOB)), 0)), 0) FROM versions WHERE owner = accounts.name)
+                FROM accounts;
+                CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
+                    INSERT OR IGNORE INTO usage (owner, bytes) VALUES (NEW.owner, 0);
+                    UPDATE usage SET bytes = bytes + COALESCE(length(CAST(NEW.body AS BLOB)), 0) + COALESCE(length(NEW.bytes), 0) WHERE owner = NEW.owner;
+                END;
+                CREATE TRIGGER usage_record_update AFTER UPDATE OF body, bytes ON records BEGIN
+                    UPDATE usage SET bytes = bytes
+                        - COALESCE(length(CAST(OLD.body AS BLOB)), 0) - COALESCE(length(OLD.bytes), 0)
+                        + COALESCE(length(CAST(NEW.body AS BLOB)), 0) + COALESCE(length(NEW.bytes), 0)
+                    WHERE owner = NEW.owner;
+                END;
+                CREATE TRIGGER usage_record_delete AFTER DELETE ON records BEGIN
+                    UPDATE usage SET bytes = bytes - COALESCE(length(CAST(OLD.body AS BLOB)), 0) - COALESCE(length(OLD.bytes), 0) WHERE owner = OLD.owner;
+                END;
+                CREATE TRIGGER usage_version_insert AFTER INSERT ON versions BEGIN
+                    INSERT OR IGNORE INTO usage (owner, bytes) VALUES (NEW.owner, 0);
+                    UPDATE usage SET bytes = bytes + COALESCE(length(CAST(NEW.body AS BLOB)), 0) WHERE owner = NEW.owner;
+                END;
+                CREATE TRIGGER usage_version_delete AFTER DELETE ON versions BEGIN
+                    UPDATE usage SET bytes = bytes - COALESCE(length(CAST(OLD.body AS BLOB)), 0) WHERE owner = OLD.owner;
+                END;
+                -- Retention walks versions by age.
+                CREATE INDEX versions_by_age ON versions(modified_at);
+                """)
+        }
         return migrator
     }
 }

@@ -82,7 +82,7 @@ extension SQLiteStore {
         return try await read { db in
             try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT id, account, label, created_at, expires_at FROM tokens
-                WHERE account = ? AND (expires_at IS NULL OR expires_at >= ?) ORDER BY created_at, id
+                WHERE account = ? AND (expires_at IS NULL OR expires_at >= ?) ORDER BY created_at, rowid
                 """), arguments: [account, now]).map(Self.tokenInfo(from:))
         }
     }

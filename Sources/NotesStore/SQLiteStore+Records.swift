@@ -77,6 +77,7 @@ extension SQLiteStore {
             var saved: [NotesModel.Record] = []
             saved.reserveCapacity(saves.count)
             var current = ""
+            let usedBefore = try Storage.used(context.db, by: request.zone.owner)
             do {
                 for delete in request.deletes {
                     current = delete.recordName
@@ -99,6 +100,14 @@ extension SQLiteStore {
                         : NotesError.ItemError(recordName: name, code: .batchRequestFailed, message: "Not applied: \(current) failed in the same operation.")
                 }
                 throw failure
+            }
+            // Over the owner's quota, only what frees space goes through (deletes, smaller
+            // saves): a full account can always be cleaned up.
+            if let quota = store.storage.quotaBytes {
+                let usedAfter = try Storage.used(context.db, by: request.zone.owner)
+                if usedAfter > quota && usedAfter > usedBefore {
+                    throw NotesError(.quotaExceeded, Storage.fullMessage(owner: request.zone.owner, actor: actor, used: usedAfter, quota: quota))
+                }
             }
             try context.zoneChanged(request.zone)
             return ModifyResult(saved: saved, deleted: request.deletes.map(\.recordName))

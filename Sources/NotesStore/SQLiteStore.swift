@@ -16,12 +16,15 @@ public final class SQLiteStore: RecordStore {
     let onChange: @Sendable ([ChangeNotice]) -> Void
     /// The time of day for expiries and record times; tests pass a clock they move.
     let clock: @Sendable () -> Date
+    /// Quota and version retention.
+    public let storage: StoragePolicy
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     /// - Parameter onChange: called after each commit with the accounts to notify.
     /// - Parameter clock: what "now" is (token and link expiry, record times).
     public init(
         path: String, logger: Logger = Logger(label: "notes.store"), clock: @escaping @Sendable () -> Date = { Date() },
+        storage: StoragePolicy = StoragePolicy(),
         onChange: @escaping @Sendable ([ChangeNotice]) -> Void = { _ in }
     ) throws(NotesError) {
         var configuration = Configuration()
@@ -43,6 +46,7 @@ public final class SQLiteStore: RecordStore {
         }
         self.logger = logger
         self.clock = clock
+        self.storage = storage
         self.onChange = onChange
     }
 

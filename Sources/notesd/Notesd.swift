@@ -58,6 +58,17 @@ struct Notesd: AsyncParsableCommand {
         valueName: "IP"))
     var trustedProxies: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "Storage per account: note text, attachments and kept versions in the zones it owns (participants' writes count for the owner). 500M, 10G, or none.",
+        valueName: "SIZE"))
+    var quota: String = "10G"
+
+    @Option(help: "Keep every version of a note for this many days.")
+    var keepAllVersions: Int = 30
+
+    @Option(help: "Then keep one version a day until this many days; older, one a week.")
+    var keepDailyVersions: Int = 365
+
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -72,8 +83,15 @@ struct Notesd: AsyncParsableCommand {
         let tcp = try listen.map(Self.parseListen)
         let baseURL = publicURL ?? tcp.map { "http://\($0.host):\($0.port)" } ?? "http://localhost"
 
+        guard let quotaBytes = StoragePolicy.parseSize(quota) else {
+            throw ValidationError("--quota must be a size such as 500M or 10G, or none; it was \(quota).")
+        }
+        guard keepAllVersions >= 1, keepDailyVersions >= keepAllVersions, keepDailyVersions <= 36_500 else {
+            throw ValidationError("--keep-all-versions must be at least 1 day, and --keep-daily-versions at least that and at most 36500.")
+        }
+        let storage = StoragePolicy(quotaBytes: quotaBytes, retention: VersionRetention(keepAllDays: keepAllVersions, keepDailyDays: keepDailyVersions))
         let notifier = ChangeNotifier()
-        let store = try SQLiteStore(path: paths.sqlitePath, logger: Logger(label: "notesd.store"), onChange: { notifier.publish($0) })
+        let store = try SQLiteStore(path: paths.sqlitePath, logger: Logger(label: "notesd.store"), storage: storage, onChange: { notifier.publish($0) })
         try await Self.ensureAdmin(store, logger: logger)
         try paths.prepareSocket()
 
@@ -81,12 +99,14 @@ struct Notesd: AsyncParsableCommand {
         var services: [any Service] = [
             UnixSocketServer(application: api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")), path: paths.socket),
             NotifierService(notifier: notifier),
+            RetentionService(store: store, logger: logger),
         ]
         if let tcp {
             services.append(api.application(address: .hostname(tcp.host, port: tcp.port), logger: Logger(label: "notesd.tcp")))
         }
         logger.notice("notesd starting", metadata: [
             "socket": "\(paths.socket)", "database": "\(paths.sqlitePath)", "tcp": "\(listen ?? "off")", "publicURL": "\(baseURL)",
+            "quota": "\(quotaBytes.map { "\($0) bytes" } ?? "none")",
         ])
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
@@ -130,5 +150,23 @@ struct NotifierService: Service {
             group.cancelAll()
         }
         notifier.close()
+    }
+}
+
+/// Thins old versions by the retention rule: once at start, then every hour, in small
+/// transactions so that writers wait milliseconds at most.
+struct RetentionService: Service {
+    let store: SQLiteStore
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                try await store.pruneVersions(maxRecords: 200)
+            } catch {
+                logger.error("version retention failed; it is tried again in an hour", metadata: ["error": "\(error)"])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(3_600)) }
+        }
     }
 }

@@ -18,13 +18,13 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     /// The store, and where its data lives (for a test that plays an older version).
-    func makeStore(clock: ManualClock) throws -> (any RecordStore, String) {
+    func makeStore(clock: ManualClock, storage: StoragePolicy = StoragePolicy()) throws -> (any RecordStore, String) {
         switch self {
         case .sqlite:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notes-store-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let path = folder.appendingPathComponent("notes.sqlite").path
-            return (try SQLiteStore(path: path, clock: { clock.now }), path)
+            return (try SQLiteStore(path: path, clock: { clock.now }, storage: storage), path)
         }
     }
 }
@@ -37,8 +37,8 @@ struct Fixture {
     static let alice = "alice", bob = "bob", carol = "carol"
     var aliceZone: ZoneID { ZoneID(owner: Self.alice, name: ZoneID.defaultZoneName) }
 
-    init(_ backend: Backend) async throws {
-        (store, location) = try backend.makeStore(clock: clock)
+    init(_ backend: Backend, storage: StoragePolicy = StoragePolicy()) async throws {
+        (store, location) = try backend.makeStore(clock: clock, storage: storage)
         _ = try await store.createAccount(name: Self.alice, email: "alice@example.com", isAdmin: true)
         _ = try await store.createAccount(name: Self.bob, email: "bob@example.com", isAdmin: false)
         _ = try await store.createAccount(name: Self.carol, email: nil, isAdmin: false)

@@ -1,0 +1,68 @@
+public import Foundation
+
+/// How much an account may store and how long old versions are kept: the settings that
+/// keep one account from filling the disk for everyone.
+public struct StoragePolicy: Sendable, Equatable {
+    /// Bytes of note text, attachments and kept versions in the zones an account owns
+    /// (a participant's writes count for the owner, as in iCloud); nil: no limit.
+    public var quotaBytes: Int64?
+    public var retention: VersionRetention
+
+    public init(quotaBytes: Int64? = StoragePolicy.defaultQuotaBytes, retention: VersionRetention = VersionRetention()) {
+        self.quotaBytes = quotaBytes
+        self.retention = retention
+    }
+
+    /// 10 GiB: room for a million notes of a few kilobytes with their histories.
+    public static let defaultQuotaBytes: Int64 = 10 << 30
+
+    /// Reads a size such as `500M`, `10G`, `1048576` or `0`/`none` (no limit).
+    public static func parseSize(_ text: String) -> Int64?? {
+        let lowered = text.lowercased().trimmingCharacters(in: .whitespaces)
+        if lowered == "0" || lowered == "none" || lowered == "unlimited" { return .some(nil) }
+        let units: [(String, Int64)] = [("k", 1 << 10), ("m", 1 << 20), ("g", 1 << 30), ("t", 1 << 40)]
+        var digits = lowered.hasSuffix("ib") ? String(lowered.dropLast(2)) : lowered.hasSuffix("b") ? String(lowered.dropLast()) : lowered
+        var scale: Int64 = 1
+        if let (suffix, factor) = units.first(where: { digits.hasSuffix($0.0) }) {
+            digits = String(digits.dropLast(suffix.count))
+            scale = factor
+        }
+        guard let value = Int64(digits), value > 0 else { return nil }
+        let (bytes, overflow) = value.multipliedReportingOverflow(by: scale)
+        return overflow ? nil : .some(bytes)
+    }
+}
+
+/// Which earlier versions of a record are kept: every one for `keepAllDays`, then the
+/// newest of each day until `keepDailyDays`, then the newest of each week; the newest
+/// earlier version is always kept (what "undo my last save" needs), and so is the
+/// record itself, which is not a version.
+public struct VersionRetention: Sendable, Equatable {
+    public var keepAllDays: Int
+    public var keepDailyDays: Int
+
+    public init(keepAllDays: Int = 30, keepDailyDays: Int = 365) {
+        self.keepAllDays = keepAllDays
+        self.keepDailyDays = max(keepDailyDays, keepAllDays)
+    }
+
+    /// Of one record's versions (any order), the indices to delete at `now`.
+    public func expired(_ modifiedAt: [Date], now: Date) -> [Int] {
+        let newestFirst = modifiedAt.indices.sorted { modifiedAt[$0] > modifiedAt[$1] }
+        var keptBuckets: Set<Int64> = []
+        var expired: [Int] = []
+        for (rank, index) in newestFirst.enumerated() {
+            let age = now.timeIntervalSince(modifiedAt[index])
+            if age < Double(keepAllDays) * 86_400 { continue }
+            // (Bounded before converting: a stored date far out of range must not trap.)
+            let seconds = min(max(modifiedAt[index].timeIntervalSince1970, -1e13), 1e13)
+            // Days and weeks on the UTC calendar, numbered so the two never collide.
+            let bucket = age < Double(keepDailyDays) * 86_400
+                ? Int64((seconds / 86_400).rounded(.down)) * 2
+                : Int64((seconds / 604_800).rounded(.down)) * 2 + 1
+            // The newest is kept whatever its bucket; it still fills that bucket.
+            if !keptBuckets.insert(bucket).inserted && rank > 0 { expired.append(index) }
+        }
+        return expired.sorted()
+    }
+}

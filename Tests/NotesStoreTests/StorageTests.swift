@@ -1,0 +1,105 @@
+import Foundation
+import NotesModel
+import Testing
+
+/// Quotas and version retention, on the store's injected clock (no waiting).
+@Suite struct StorageTests {
+    @Test(arguments: Backend.allCases)
+    func aFullAccountRefusesGrowthButMayAlwaysFreeSpace(_ backend: Backend) async throws {
+        let f = try await Fixture(backend, storage: StoragePolicy(quotaBytes: 1_000))
+        let first = try #require(try await f.note("a", "a.md", body: String(repeating: "a", count: 400)))
+        #expect(try await f.store.usage(of: Fixture.alice).used == 400)
+        // A save keeps the previous text as a version: 400 + 500 now.
+        f.clock.advance(by: 1)
+        let second = try #require(try await f.save([RecordSave(recordName: "a", recordType: .note, name: "a.md", body: String(repeating: "b", count: 500), changeTag: first.changeTag)]).first)
+        #expect(try await f.store.usage(of: Fixture.alice).used == 900)
+        let before = try await f.all()
+
+        // Growing past the quota: refused whole, nothing saved, a sentence that says what to do.
+        do {
+            try await f.note("big", "big.md", body: String(repeating: "c", count: 200))
+            Issue.record("a save past the quota went through")
+        } catch let error as NotesError {
+            #expect(error.code == .quotaExceeded)
+            #expect(error.message.contains("storage is full"), "\(error.message)")
+        }
+        #expect(try await f.all() == before)
+        #expect(try await f.store.usage(of: Fixture.alice).used == 900)
+
+        // A participant's writes count for the owner and are refused the same way.
+        _ = try await f.shareWithBob("a", permission: .readWrite)
+        let shared = try #require(try await f.all(as: Fixture.bob)["a"])
+        #expect(shared.body == String(repeating: "b", count: 500))
+        _ = second
+        await f.expectFailure(.quotaExceeded) {
+            try await f.save([RecordSave(recordName: "a", recordType: .note, name: "a.md", body: String(repeating: "d", count: 600), changeTag: shared.changeTag)], as: Fixture.bob)
+        }
+        // Bob's own account is not touched.
+        #expect(try await f.store.usage(of: Fixture.bob).used == 0)
+
+        // Deleting frees the record's bytes (its last text is kept as a version) and
+        // always goes through, even over the quota.
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "a")]), actor: Fixture.alice)
+        #expect(try await f.store.usage(of: Fixture.alice).used == 900)
+        // Versions count until retention lets them go.
+        f.clock.advance(by: 31 * 86_400)
+        try await f.store.pruneVersions(maxRecords: 10)
+        let versions = try await f.store.versions(of: "a", in: f.aliceZone, actor: Fixture.alice)
+        #expect(try await f.store.usage(of: Fixture.alice).used == 500, "the newest version stays: \(versions.map(\.size))")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func retentionKeepsEveryVersionForAMonthThenOneADayThenOneAWeek(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        // Saves every 6 hours for 400 days: 1,600 versions.
+        var record = try await f.note("diary", "diary.md", body: "0")
+        let start = f.clock.now
+        for index in 1...1_600 {
+            f.clock.advance(by: 6 * 3_600)
+            record = try #require(try await f.save([RecordSave(recordName: "diary", recordType: .note, name: "diary.md", body: "\(index)", changeTag: record.changeTag)]).first)
+        }
+        let all = try await f.store.versions(of: "diary", in: f.aliceZone, actor: Fixture.alice)
+        #expect(all.count == 1_601, "the record itself and 1,600 earlier versions")
+        var removed = 0
+        while true {
+            let batch = try await f.store.pruneVersions(maxRecords: 1)
+            removed += batch
+            if batch == 0 { break }
+        }
+        let kept = try await f.store.versions(of: "diary", in: f.aliceZone, actor: Fixture.alice)
+        #expect(kept.count + removed == 1_601)
+        let now = f.clock.now
+        let ages = kept.map { now.timeIntervalSince($0.modifiedAt) / 86_400 }
+        // The last 30 days: every save (4 a day), all kept (29.9: clear of the boundary).
+        #expect(ages.filter { $0 < 29.9 }.count == all.filter { now.timeIntervalSince($0.modifiedAt) / 86_400 < 29.9 }.count)
+        #expect(ages.filter { $0 < 29.9 }.count >= 119)
+        // From 30 days to a year: at most one a day.
+        let daily = kept.filter { (30..<365).contains(now.timeIntervalSince($0.modifiedAt) / 86_400) }
+        #expect(Set(daily.map { Int($0.modifiedAt.timeIntervalSince1970 / 86_400) }).count == daily.count)
+        #expect(daily.count >= 330)
+        // Older: at most one a week.
+        let weekly = kept.filter { now.timeIntervalSince($0.modifiedAt) / 86_400 >= 365 }
+        #expect(Set(weekly.map { Int($0.modifiedAt.timeIntervalSince1970 / 604_800) }).count == weekly.count)
+        #expect(!weekly.isEmpty && weekly.count <= 6)
+        // The record itself is untouched, and usage went down with the versions.
+        #expect(try await f.store.records(["diary"], in: f.aliceZone, actor: Fixture.alice).first?.body == "1600")
+        #expect(kept.allSatisfy { $0.modifiedAt >= start })
+        // A second pass finds nothing more to do.
+        #expect(try await f.store.pruneVersions(maxRecords: 100) == 0)
+    }
+
+    @Test func theNewestEarlierVersionIsAlwaysKept() {
+        let rule = VersionRetention(keepAllDays: 30, keepDailyDays: 365)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let old = [400.0, 401.0, 402.0].map { now.addingTimeInterval(-$0 * 86_400) }
+        // Three versions more than a year old in different weeks or the same one: the newest stays.
+        #expect(!rule.expired(old, now: now).contains(0))
+        // Dates far out of range do not trap.
+        #expect(!rule.expired([now.addingTimeInterval(-1e30), .distantPast, now, now.addingTimeInterval(1e30)], now: now).contains(3))
+        #expect(StoragePolicy.parseSize("10G") == .some(10 << 30))
+        #expect(StoragePolicy.parseSize("500MiB") == .some(500 << 20))
+        #expect(StoragePolicy.parseSize("none") == .some(nil))
+        #expect(StoragePolicy.parseSize("-5") == nil)
+        #expect(StoragePolicy.parseSize("9999999999T") == nil)
+    }
+}

@@ -48,4 +48,15 @@ public enum Limits {
     /// Unknown or invalid bearer tokens answered per client address in one minute;
     /// then 429 until the minute ends (counted in each notesd's memory).
     public static let tokenFailuresPerClient = 30
+
+    // MARK: Connections
+
+    /// Event streams one account may hold open at once (a mount needs one).
+    public static let maxEventStreamsPerAccount = 64
+    /// TCP connections one client address may hold open at once.
+    public static let maxConnectionsPerClient = 256
+    /// Seconds a connection may sit without a request under way before notesd closes
+    /// it: longer than HTTP clients keep idle pooled connections (AsyncHTTPClient: 60 s),
+    /// so that notesd does not close one a client is about to use.
+    public static let idleConnectionSeconds = 300
 }

@@ -27,10 +27,13 @@ public final class ChangeNotifier: Sendable {
 
     /// A stream of events for `account`; it ends when the caller stops iterating or
     /// the notifier closes (daemon shutdown).
-    public func subscribe(account: String, tokenID: String? = nil) -> AsyncStream<Event> {
+    /// - Returns: nil when the account already holds `limit` streams.
+    public func subscribe(account: String, tokenID: String? = nil, limit: Int = Int.max) -> AsyncStream<Event>? {
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        var full = false
         let id: Int? = state.withLock { state in
             guard !state.closed else { return nil }
+            guard (state.byAccount[account]?.count ?? 0) < limit else { full = true; return nil }
             state.nextID += 1
             state.byAccount[account, default: [:]][state.nextID] = continuation
             if let tokenID { state.tokens[state.nextID] = tokenID }
@@ -38,7 +41,7 @@ public final class ChangeNotifier: Sendable {
         }
         guard let id else {
             continuation.finish()
-            return stream
+            return full ? nil : stream
         }
         continuation.onTermination = { [weak self] _ in
             self?.state.withLock { state in

@@ -13,7 +13,12 @@ struct EventController {
     func addRoutes(to group: RouterGroup<NotesRequestContext>) {
         group.get("events") { _, context in
             let account = try context.account().name
-            let stream = notifier.subscribe(account: account, tokenID: context.identity?.tokenID)
+            guard let stream = notifier.subscribe(account: account, tokenID: context.identity?.tokenID, limit: Limits.maxEventStreamsPerAccount) else {
+                throw NotesError(
+                    .requestRateLimited,
+                    "\(account) already has \(Limits.maxEventStreamsPerAccount) event streams open (each mount holds one); close some and try again.",
+                    retryAfter: 30)
+            }
             let body = ResponseBody { writer in
                 try await writer.write(ByteBuffer(string: "event: ready\ndata: {}\n\n"))
                 let encoder = NotesJSON.encoder()

@@ -11,8 +11,14 @@ public struct NotesAPI: Sendable {
     public let publicURL: String
     /// How a client's address is found (directly, or behind trusted proxies).
     public let clients: ClientAddress
+    /// Seconds an idle connection stays open.
+    public let idleTimeout: Int
 
-    public init(store: any RecordStore, notifier: ChangeNotifier, publicURL: String, clients: ClientAddress = ClientAddress()) {
+    public init(
+        store: any RecordStore, notifier: ChangeNotifier, publicURL: String, clients: ClientAddress = ClientAddress(),
+        idleTimeout: Int = Limits.idleConnectionSeconds
+    ) {
+        self.idleTimeout = idleTimeout
         self.store = store
         self.notifier = notifier
         self.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
@@ -36,10 +42,18 @@ public struct NotesAPI: Sendable {
         return router
     }
 
-    /// An application bound to `address`; run it as a service.
+    /// An application bound to `address`; run it as a service. A connection with no
+    /// request under way for `idleTimeout` seconds is closed (a client that
+    /// sends headers a byte at a time included); event streams are never idle (they
+    /// carry a keep-alive every 15 s). On TCP, one address holds at most
+    /// `Limits.maxConnectionsPerClient` connections.
     public func application(address: BindAddress, logger: Logger) -> some ApplicationProtocol {
-        Application(
+        let limiter = ConnectionLimiter(limit: Limits.maxConnectionsPerClient)
+        return Application(
             router: router(),
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [limiter.handler()],
+                idleTimeout: .seconds(Int64(idleTimeout)))),
             configuration: .init(address: address, serverName: "notesd"),
             logger: logger)
     }

@@ -63,6 +63,9 @@ struct Notesd: AsyncParsableCommand {
         valueName: "SIZE"))
     var quota: String = "10G"
 
+    @Option(help: "Seconds a connection may sit with no request under way before it is closed.")
+    var idleTimeout: Int = Limits.idleConnectionSeconds
+
     @Option(help: "Keep every version of a note for this many days.")
     var keepAllVersions: Int = 30
 
@@ -95,7 +98,9 @@ struct Notesd: AsyncParsableCommand {
         try await Self.ensureAdmin(store, logger: logger)
         try paths.prepareSocket()
 
-        let api = NotesAPI(store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)))
+        guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
+        let api = NotesAPI(
+            store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)), idleTimeout: idleTimeout)
         var services: [any Service] = [
             UnixSocketServer(application: api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")), path: paths.socket),
             NotifierService(notifier: notifier),

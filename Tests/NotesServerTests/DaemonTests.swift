@@ -197,6 +197,65 @@ import Testing
         #expect(refused.status != 0 && refused.stderr.contains("--quota must be a size"), "\(refused)")
     }
 
+    @Test func eventStreamsPerAccountAreBoundedAndIdleConnectionsClosed() async throws {
+        let daemon = try await DaemonProcess.started(tcp: true, arguments: ["--idle-timeout", "2"])
+        let port = try #require(daemon.port)
+        _ = try await daemon.account("alice")
+        let token = try await daemon.client().issueToken(for: "alice").token
+        // One process holds the account's streams on raw sockets (an HTTP client's pool
+        // would queue them), asks for one more, then sends a request a byte at a time.
+        let script = """
+            import socket, time
+            def stream():
+                s = socket.create_connection(("127.0.0.1", \(port)))
+                s.settimeout(20)
+                s.sendall(b"GET /v1/events HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer \(token)\\r\\n\\r\\n")
+                answer = b""
+                while b"event: ready" not in answer and b"\\r\\n\\r\\n{" not in answer:
+                    chunk = s.recv(4096)
+                    if not chunk: break
+                    answer += chunk
+                return s, answer
+            held = [stream() for _ in range(\(Limits.maxEventStreamsPerAccount))]
+            print("ready", sum(b"event: ready" in answer for _, answer in held))
+            extra, answer = stream()
+            print("extra", answer.split(b"\\r\\n")[0].decode())
+            slow = socket.create_connection(("127.0.0.1", \(port)))
+            start = time.time()
+            closed = False
+            for byte in b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n":
+                try:
+                    slow.send(bytes([byte]))
+                    time.sleep(0.5)
+                    closed = slow.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b""
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    closed = True
+                if closed: break
+            print("slow closed after", round(time.time() - start) if closed else "slow never closed")
+            # The streams outlived the idle timeout: each still answers with keep-alives or stays open.
+            alive = 0
+            for s, _ in held:
+                try:
+                    s.setblocking(False)
+                    alive += s.recv(1, socket.MSG_PEEK) != b""
+                except BlockingIOError:
+                    alive += 1
+                except OSError:
+                    pass
+            print("alive", alive)
+            """
+        let path = "/tmp/streams-\(UUID().uuidString.prefix(8)).py"
+        try script.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = Shell.run("python3 \(path)")
+        #expect(result.stdout.contains("ready \(Limits.maxEventStreamsPerAccount)\n"), "\(result)")
+        #expect(result.stdout.contains("extra HTTP/1.1 429"), "\(result)")
+        #expect(result.stdout.contains("slow closed after"), "\(result)")
+        #expect(result.stdout.contains("alive \(Limits.maxEventStreamsPerAccount)\n"), "\(result)")
+    }
+
     @Test func tcpNeedsAToken() async throws {
         let daemon = try await DaemonProcess.started(tcp: true)
         let issued = try await daemon.client().createAccount(name: "bob")

@@ -126,8 +126,21 @@ extension NotesClient {
         try await call(.POST, "/v1/changes", body: API.DatabaseChangesQuery(scope: scope, since: token), as: DatabaseChanges.self)
     }
 
+    /// One page of a record's history, newest first.
+    public func versionsPage(of recordName: String, in zone: ZoneID, limit: Int? = nil, before: String? = nil) async throws(NotesError) -> API.Versions {
+        try await call(.POST, "/v1/records/versions", body: API.VersionsQuery(zone: zone, recordName: recordName, limit: limit, before: before), as: API.Versions.self)
+    }
+
+    /// A record's whole history, newest first, page by page.
     public func versions(of recordName: String, in zone: ZoneID) async throws(NotesError) -> [RecordVersion] {
-        try await call(.POST, "/v1/records/versions", body: API.VersionsQuery(zone: zone, recordName: recordName), as: API.Versions.self).versions
+        var all: [RecordVersion] = []
+        var before: String?
+        while true {
+            let page = try await versionsPage(of: recordName, in: zone, limit: Limits.maxVersionsPage, before: before)
+            all += page.versions
+            guard page.moreComing, let last = page.versions.last?.changeTag else { return all }
+            before = last
+        }
     }
 
     public func createShare(_ request: NewShare) async throws(NotesError) -> Share {

@@ -88,12 +88,30 @@ public enum API {
     public struct VersionsQuery: Codable, Sendable {
         public var zone: ZoneID
         public var recordName: String
-        public init(zone: ZoneID, recordName: String) { self.zone = zone; self.recordName = recordName }
+        /// At most this many versions (default `Limits.defaultVersionsPage`).
+        public var limit: Int?
+        /// Only versions older than this change tag (the last of the previous page).
+        public var before: String?
+        public init(zone: ZoneID, recordName: String, limit: Int? = nil, before: String? = nil) {
+            self.zone = zone; self.recordName = recordName; self.limit = limit; self.before = before
+        }
     }
 
+    /// A page of a record's history, newest first.
     public struct Versions: Codable, Sendable {
         public var versions: [RecordVersion]
-        public init(versions: [RecordVersion]) { self.versions = versions }
+        /// More, older versions follow: ask again with `before` = the last change tag.
+        public var moreComing: Bool
+        public init(versions: [RecordVersion], moreComing: Bool = false) { self.versions = versions; self.moreComing = moreComing }
+
+        enum CodingKeys: String, CodingKey { case versions, moreComing }
+
+        /// `moreComing` is read as `false` when absent (servers from before paging).
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            versions = try container.decode([RecordVersion].self, forKey: .versions)
+            moreComing = try container.decodeIfPresent(Bool.self, forKey: .moreComing) ?? false
+        }
     }
 
     public struct Shares: Codable, Sendable {

@@ -59,4 +59,11 @@ public enum Limits {
     /// it: longer than HTTP clients keep idle pooled connections (AsyncHTTPClient: 60 s),
     /// so that notesd does not close one a client is about to use.
     public static let idleConnectionSeconds = 300
+
+    // MARK: History
+
+    /// Default and largest page of a record's versions; a page also stops past
+    /// `maxChangesPageBytes` of text, after its first version.
+    public static let defaultVersionsPage = 100
+    public static let maxVersionsPage = 1_000
 }

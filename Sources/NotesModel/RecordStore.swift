@@ -57,8 +57,9 @@ public protocol RecordStore: Sendable {
     func zoneChangesJSON(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> EncodedZoneChanges
     /// Zones of a scope changed since `token` (`nil`: all of them).
     func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges
-    /// Every kept version of a record, newest first.
-    func versions(of recordName: String, in zone: ZoneID, actor: String) async throws(NotesError) -> [RecordVersion]
+    /// A page of a record's history, newest first (the record itself first of all).
+    /// - Parameter before: a change tag from the previous page: only older versions.
+    func versions(of recordName: String, in zone: ZoneID, actor: String, limit: Int, before: String?) async throws(NotesError) -> API.Versions
 
     // MARK: Shares
 
@@ -87,6 +88,18 @@ public protocol RecordStore: Sendable {
 }
 
 extension RecordStore {
+    /// Every version of a record, newest first, read page by page.
+    public func versions(of recordName: String, in zone: ZoneID, actor: String) async throws(NotesError) -> [RecordVersion] {
+        var all: [RecordVersion] = []
+        var before: String?
+        while true {
+            let page = try await versions(of: recordName, in: zone, actor: actor, limit: Limits.maxVersionsPage, before: before)
+            all += page.versions
+            guard page.moreComing, let last = page.versions.last?.changeTag else { return all }
+            before = last
+        }
+    }
+
     /// Issues a token with no label; returns the token itself.
     public func issueToken(for name: String, lifetime: Double?) async throws(NotesError) -> String {
         try await issueToken(for: name, lifetime: lifetime, label: nil).token

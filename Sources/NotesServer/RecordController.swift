@@ -53,7 +53,8 @@ struct RecordController {
             let actor = try context.account().name
             var request = request
             let body = try await request.decodeJSON(API.VersionsQuery.self)
-            return JSONResponse.make(API.Versions(versions: try await store.versions(of: body.recordName, in: body.zone, actor: actor)))
+            return JSONResponse.make(try await store.versions(
+                of: body.recordName, in: body.zone, actor: actor, limit: body.limit ?? Limits.defaultVersionsPage, before: body.before))
         }
         group.post("changes") { request, context in
             let actor = try context.account().name

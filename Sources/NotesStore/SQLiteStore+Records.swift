@@ -236,8 +236,21 @@ extension SQLiteStore {
         }
     }
 
-    public func versions(of recordName: String, in zone: ZoneID, actor: String) async throws(NotesError) -> [RecordVersion] {
-        try await read { db in
+    public func versions(of recordName: String, in zone: ZoneID, actor: String, limit: Int, before: String?) async throws(NotesError) -> API.Versions {
+        guard (1...Limits.maxVersionsPage).contains(limit) else {
+            throw NotesError(.invalidArguments, "limit must be 1 to \(Limits.maxVersionsPage); it was \(limit).")
+        }
+        let beforeSeq: Int64?
+        if let before {
+            let digits = before.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) }
+            guard digits, before.utf8.count <= 12, let seq = Int64(before, radix: 36) else {
+                throw NotesError(.invalidArguments, "before must be a change tag from the previous page; \"\(before)\" is not one.")
+            }
+            beforeSeq = seq
+        } else {
+            beforeSeq = nil
+        }
+        return try await read { db in
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
             let record = try StoredRecord.fetch(db, recordName, in: zone)
             guard record.map({ access.canRead(shareID: $0.shareID) }) ?? access.isOwner else {
@@ -249,22 +262,32 @@ extension SQLiteStore {
                 ? "SELECT created_seq FROM records WHERE owner = ? AND zone = ? AND record_name = ?"
                 : "SELECT created_seq FROM versions WHERE owner = ? AND zone = ? AND record_name = ? ORDER BY seq DESC LIMIT 1"),
                 arguments: [zone.owner, zone.name, recordName]) ?? 0
-            let older = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ? ORDER BY seq DESC
-                """), arguments: [zone.owner, zone.name, recordName, createdSeq]).map { row in
+            var page: [RecordVersion] = []
+            var bytes = 0
+            // The record itself heads the first page.
+            if let record, beforeSeq == nil {
+                page.append(RecordVersion(changeTag: record.changeTag, name: record.name, parent: record.parent, body: record.body,
+                                          size: record.contentSize, modifiedBy: record.modifiedBy, modifiedAt: record.modifiedAt))
+                bytes += record.body?.utf8.count ?? 0
+            }
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+                SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ? AND seq < ?
+                ORDER BY seq DESC LIMIT ?
+                """), arguments: [zone.owner, zone.name, recordName, createdSeq, beforeSeq ?? Int64.max, limit + 1])
+            var moreComing = false
+            while let row = try rows.next() {
+                // One more than fits (count or bytes, past the first) says more are coming.
+                if page.count >= limit || (!page.isEmpty && bytes >= Limits.maxChangesPageBytes) { moreComing = true; break }
                 let parent: String = row["parent"]
-                return RecordVersion(changeTag: StoredRecord.changeTag(row["seq"]), name: row["name"], parent: parent.isEmpty ? nil : parent,
-                                     body: StoredRecord.text(row["body"]), size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"]))
+                let body = StoredRecord.text(row["body"])
+                bytes += body?.utf8.count ?? 0
+                page.append(RecordVersion(changeTag: StoredRecord.changeTag(row["seq"]), name: row["name"], parent: parent.isEmpty ? nil : parent,
+                                          body: body, size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"])))
             }
-            let current = record.map { record in
-                RecordVersion(changeTag: record.changeTag, name: record.name, parent: record.parent, body: record.body,
-                              size: record.contentSize, modifiedBy: record.modifiedBy, modifiedAt: record.modifiedAt)
-            }
-            let all = (current.map { [$0] } ?? []) + older
-            guard !all.isEmpty else {
+            guard !page.isEmpty || beforeSeq != nil else {
                 throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
             }
-            return all
+            return API.Versions(versions: page, moreComing: moreComing)
         }
     }
 

@@ -230,6 +230,31 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases)
+    func historyComesInPages(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        var record = try await f.note("n", "n.md", body: "0")
+        for index in 1...250 {
+            record = try #require(try await f.save([RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "\(index)", changeTag: record.changeTag)]).first)
+        }
+        var pages: [API.Versions] = []
+        var before: String?
+        repeat {
+            let page = try await f.store.versions(of: "n", in: f.aliceZone, actor: Fixture.alice, limit: 100, before: before)
+            pages.append(page)
+            before = page.versions.last?.changeTag
+        } while pages.last!.moreComing
+        #expect(pages.map(\.versions.count) == [100, 100, 51])
+        #expect(pages.flatMap(\.versions).map(\.body) == (0...250).reversed().map { "\($0)" })
+        #expect(try await f.store.versions(of: "n", in: f.aliceZone, actor: Fixture.alice).count == 251)
+        for bad in ["ZZ", "-1", "+1", "1234567890123", "a b"] {
+            await f.expectFailure(.invalidArguments) { _ = try await f.store.versions(of: "n", in: f.aliceZone, actor: Fixture.alice, limit: 10, before: bad) }
+        }
+        for limit in [0, -1, Limits.maxVersionsPage + 1] {
+            await f.expectFailure(.invalidArguments) { _ = try await f.store.versions(of: "n", in: f.aliceZone, actor: Fixture.alice, limit: limit, before: nil) }
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
     func tokensAreCheckedAndExpire(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         let token = try await f.store.issueToken(for: Fixture.bob, lifetime: nil)

@@ -80,10 +80,12 @@ public protocol RecordStore: Sendable {
     ///   client's address; `nil` counts per account).
     func acceptShare(urlToken: String, password: String?, actor: String, client: String?) async throws(NotesError) -> Share
     func leaveShare(id: String, actor: String) async throws(NotesError)
-    /// What anyone may read at a share URL: the share and its records, when its public
-    /// permission is not `none`, the link has not expired and needs no password;
-    /// otherwise `unknownItem`, exactly as for a token that does not exist.
+    /// What anyone may read at a share URL: the share and its records (names and tags, no
+    /// content), when its public permission is not `none`, the link has not expired and
+    /// needs no password; otherwise `unknownItem`, exactly as for a token that does not exist.
     func publicShare(urlToken: String) async throws(NotesError) -> (share: Share, records: [Record])
+    /// One record of a public share, with its content, under the same rules.
+    func publicRecord(urlToken: String, recordName: String) async throws(NotesError) -> Record
     func stopShare(id: String, actor: String) async throws(NotesError)
 }
 

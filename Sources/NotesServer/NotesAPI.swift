@@ -13,11 +13,14 @@ public struct NotesAPI: Sendable {
     public let clients: ClientAddress
     /// Seconds an idle connection stays open.
     public let idleTimeout: Int
+    /// How public pages render notes (notesd: in a worker process with a time budget).
+    public let renderer: any NoteRendering
 
     public init(
         store: any RecordStore, notifier: ChangeNotifier, publicURL: String, clients: ClientAddress = ClientAddress(),
-        idleTimeout: Int = Limits.idleConnectionSeconds
+        idleTimeout: Int = Limits.idleConnectionSeconds, renderer: any NoteRendering = InProcessRendering()
     ) {
+        self.renderer = renderer
         self.idleTimeout = idleTimeout
         self.store = store
         self.notifier = notifier
@@ -31,7 +34,7 @@ public struct NotesAPI: Sendable {
         let routes = RouteTable()
         router.add(middleware: ErrorMiddleware(routes: routes))
         router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
-        PublicPageController(store: store).addRoutes(to: router)
+        PublicPageController(store: store, renderer: renderer).addRoutes(to: router)
         let peers = PeerAccountCache()
         let v1 = router.group("v1").add(middleware: IdentityMiddleware(store: store, peers: peers, clients: clients))
         AccountController(store: store, notifier: notifier, peers: peers).addRoutes(to: v1)

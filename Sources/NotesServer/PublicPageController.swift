@@ -10,6 +10,9 @@ import NotesModel
 /// same 404. Pages forbid scripts through their Content-Security-Policy.
 struct PublicPageController {
     let store: any RecordStore
+    let renderer: any NoteRendering
+    /// Pages rendered once per record version.
+    let cache = RenderCache()
 
     /// What the browser may load: the stylesheet and images from here, nothing else, and
     /// no script at all (a note's HTML is escaped anyway; this is the second wall).
@@ -35,12 +38,36 @@ struct PublicPageController {
             // Relative links inside the pages need the folder's trailing slash.
             return Response(status: .movedPermanently, headers: [.location: "/s/\(token)/"])
         }
-        guard let answer = site.answer(path.filter { !$0.isEmpty }) else {
+        guard let target = site.resolve(path.filter { !$0.isEmpty }) else {
             throw NotesError(.unknownItem, "There is no public page at this address.")
+        }
+        let answer: PublicSite.Answer
+        switch target {
+        case .answer(let ready):
+            answer = ready
+        case .page(let note):
+            answer = site.page(note, rendered: try await rendered(note, token: token))
+        case .markdown(let note):
+            let full = try await store.publicRecord(urlToken: token, recordName: note.recordName)
+            answer = PublicSite.Answer(contentType: "text/markdown; charset=utf-8", body: Array((full.body ?? "").utf8))
+        case .file(let file):
+            let full = try await store.publicRecord(urlToken: token, recordName: file.recordName)
+            answer = PublicSite.Answer(contentType: PublicSite.contentType(file.name), body: [UInt8](full.bytes ?? Data()))
         }
         var headers = Self.securityHeaders
         headers[.contentType] = answer.contentType
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    /// The note's page body, from the cache when this version was rendered before.
+    func rendered(_ note: Record, token: String) async throws -> RenderedNote {
+        let key = "\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(note.changeTag)"
+        if let hit = cache.get(key) { return hit }
+        let full = try await store.publicRecord(urlToken: token, recordName: note.recordName)
+        let page = await renderer.render(full.body ?? "")
+        // The version read may be newer than the listing's; it is cached under its own tag.
+        cache.put("\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(full.changeTag)", page)
+        return page
     }
 }
 
@@ -75,29 +102,37 @@ struct PublicSite {
         var body: [UInt8]
     }
 
-    func answer(_ path: [String]) -> Answer? {
-        if path == ["style.css"] { return Answer(contentType: "text/css; charset=utf-8", body: Array(Stylesheet.css.utf8)) }
+    /// What a path names: an answer ready now (stylesheet, index), or a record whose
+    /// content must be read (and, for a page, rendered).
+    enum Target {
+        case answer(Answer)
+        case page(Record)
+        case markdown(Record)
+        case file(Record)
+    }
+
+    func resolve(_ path: [String]) -> Target? {
+        if path == ["style.css"] { return .answer(Answer(contentType: "text/css; charset=utf-8", body: Array(Stylesheet.css.utf8))) }
         if let root, root.recordType == .note {
-            return path.isEmpty || path == [SiteExporter.pagePath(root.name)] ? page(root) : nil
+            return path.isEmpty || path == [SiteExporter.pagePath(root.name)] ? .page(root) : nil
         }
         var folder: String? = root?.recordName
         for (index, segment) in path.enumerated() {
             let last = index == path.count - 1
             let here = children[folder] ?? []
-            if last, segment == "index.html" { return self.index(folder, path: Array(path.dropLast())) }
-            if last, let note = here.first(where: { $0.recordType == .note && SiteExporter.pagePath($0.name) == segment }) { return page(note) }
+            if last, segment == "index.html" { return .answer(self.index(folder, path: Array(path.dropLast()))) }
+            if last, let note = here.first(where: { $0.recordType == .note && SiteExporter.pagePath($0.name) == segment }) { return .page(note) }
             guard let next = here.first(where: { $0.name == segment }) else { return nil }
             switch next.recordType {
             case .folder: folder = next.recordName
-            case .file: return last ? Answer(contentType: Self.contentType(next.name), body: [UInt8](next.bytes ?? Data())) : nil
-            case .note: return last ? Answer(contentType: "text/markdown; charset=utf-8", body: Array((next.body ?? "").utf8)) : nil
+            case .file: return last ? .file(next) : nil
+            case .note: return last ? .markdown(next) : nil
             }
         }
-        return index(folder, path: path)
+        return .answer(index(folder, path: path))
     }
 
-    func page(_ note: Record) -> Answer {
-        let rendered = MarkdownRenderer(rewriteLink: SiteExporter.pageLink).render(note.body ?? "")
+    func page(_ note: Record, rendered: RenderedNote) -> Answer {
         let title = rendered.title ?? String(note.name.dropLast(note.name.hasSuffix(".md") ? 3 : 0))
         return Answer(contentType: "text/html; charset=utf-8", body: Array(Template.page(title: title, body: rendered.html, root: base).utf8))
     }

@@ -243,23 +243,44 @@ extension SQLiteStore {
 
     public func publicShare(urlToken: String) async throws(NotesError) -> (share: Share, records: [NotesModel.Record]) {
         try await read { db in
-            let unknown = NotesError(.unknownItem, "There is no public page at this address.")
-            guard let link = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT id, public_permission, public_expires_at, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
-                arguments: [urlToken])
-            else { throw unknown }
-            let expiresAt: Double? = link[2]
-            let passwordHash: Data? = link[3]
-            guard (link[1] as String) != PublicPermission.none.rawValue, passwordHash == nil,
-                  expiresAt.map({ self.clock().timeIntervalSince1970 < $0 }) ?? true
-            else { throw unknown }
-            let share = try Self.loadShare(db, id: link[0])
+            let share = try Self.publicLink(db, urlToken: urlToken, now: self.clock())
+            // Names and tags only: a visitor's request reads the one note it shows
+            // (`publicRecord`), not the content of every note in the share.
             let records = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT \(StoredRecord.columns) FROM records WHERE owner = ? AND zone = ? AND share_id = ? ORDER BY name"),
+                db.cachedStatement(sql: """
+                    SELECT record_name, record_type, name, parent, NULL AS body, NULL AS bytes, created_at, modified_at, modified_by, seq, share_id
+                    FROM records WHERE owner = ? AND zone = ? AND share_id = ? ORDER BY name
+                    """),
                 arguments: [share.zone.owner, share.zone.name, share.id]
             ).map { StoredRecord.record(fromColumns: $0, zone: share.zone) }
             return (share, records)
         }
+    }
+
+    public func publicRecord(urlToken: String, recordName: String) async throws(NotesError) -> NotesModel.Record {
+        try await read { db in
+            let share = try Self.publicLink(db, urlToken: urlToken, now: self.clock())
+            guard let record = try StoredRecord.fetch(db, recordName, in: share.zone), record.shareID == share.id else {
+                throw NotesError(.unknownItem, "There is no public page at this address.")
+            }
+            return record
+        }
+    }
+
+    /// The share behind a public link that anyone may read now; otherwise the same 404
+    /// as for a token that does not exist.
+    static func publicLink(_ db: Database, urlToken: String, now: Date) throws -> Share {
+        let unknown = NotesError(.unknownItem, "There is no public page at this address.")
+        guard let link = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT id, public_permission, public_expires_at, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
+            arguments: [urlToken])
+        else { throw unknown }
+        let expiresAt: Double? = link[2]
+        let passwordHash: Data? = link[3]
+        guard (link[1] as String) != PublicPermission.none.rawValue, passwordHash == nil,
+              expiresAt.map({ now.timeIntervalSince1970 < $0 }) ?? true
+        else { throw unknown }
+        return try loadShare(db, id: link[0])
     }
 
     public func leaveShare(id: String, actor: String) async throws(NotesError) {

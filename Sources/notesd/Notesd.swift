@@ -66,6 +66,12 @@ struct Notesd: AsyncParsableCommand {
     @Option(help: "Seconds a connection may sit with no request under way before it is closed.")
     var idleTimeout: Int = Limits.idleConnectionSeconds
 
+    @Option(help: "Seconds a public page may take to render a note before it is shown as plain text.")
+    var renderTimeout: Double = 5
+
+    @Flag(help: .hidden)
+    var renderWorker = false
+
     @Option(help: "Keep every version of a note for this many days.")
     var keepAllVersions: Int = 30
 
@@ -73,6 +79,15 @@ struct Notesd: AsyncParsableCommand {
     var keepDailyVersions: Int = 365
 
     func run() async throws {
+        if renderWorker {
+            // The render worker: markdown on stdin, RenderedNote JSON on stdout.
+            let input = FileHandle.standardInput.readDataToEndOfFile()
+            let note = RenderedNote.renderHere(String(decoding: input, as: UTF8.self))
+            FileHandle.standardOutput.write(try JSONEncoder().encode(note))
+            return
+        }
+        // A render worker killed mid-write must not take notesd with it.
+        signal(SIGPIPE, SIG_IGN)
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
@@ -99,8 +114,13 @@ struct Notesd: AsyncParsableCommand {
         try paths.prepareSocket()
 
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
+        guard renderTimeout.isFinite, renderTimeout >= 0.1, renderTimeout <= 600 else { throw ValidationError("--render-timeout must be 0.1 to 600 seconds.") }
+        let renderer = WorkerRendering(
+            executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path, arguments: ["--render-worker"],
+            budget: .milliseconds(Int64(renderTimeout * 1000)))
         let api = NotesAPI(
-            store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)), idleTimeout: idleTimeout)
+            store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)),
+            idleTimeout: idleTimeout, renderer: renderer)
         var services: [any Service] = [
             UnixSocketServer(application: api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")), path: paths.socket),
             NotifierService(notifier: notifier),

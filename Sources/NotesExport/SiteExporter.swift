@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import Foundation
 
 /// Notes and folders to a static site: one page per note, an index per folder, links
@@ -39,14 +42,15 @@ public struct SiteExporter {
         for source in sources {
             let name = URL(fileURLWithPath: source).lastPathComponent
             let base = sources.count == 1 && Self.isFolder(source) ? "" : name
-            try collect(source, as: base, into: &items)
+            try collect(source, as: base, into: &items, top: true)
         }
         if !items.contains(where: { $0.isFolder && $0.target.isEmpty }) {
             items.insert(Item(source: "", target: "", isFolder: true), at: 0)
         }
         let fileManager = FileManager.default
         try fileManager.createDirectory(atPath: output, withIntermediateDirectories: true)
-        try Data(Stylesheet.css.utf8).write(to: URL(fileURLWithPath: "\(output)/style.css"))
+        let site = try OutputFolder(output)
+        try site.write(Data(Stylesheet.css.utf8), to: "style.css")
         var summary = Summary(pages: 0, indexes: 0, attachments: 0)
         var titles: [String: String] = [:]
         let notes = items.filter { !$0.isFolder && $0.target.hasSuffix(".md") }
@@ -58,15 +62,12 @@ public struct SiteExporter {
             let title = page.title ?? name
             titles[item.target] = title
             let target = Self.pagePath(item.target)
-            try write(Template.page(title: title, body: page.html, root: Self.root(of: target)), to: "\(output)/\(target)")
+            try site.write(Data(Template.page(title: title, body: page.html, root: Self.root(of: target)).utf8), to: target)
             summary.pages += 1
             progress(summary.pages, notes.count)
         }
         for item in items where !item.isFolder && !item.target.hasSuffix(".md") {
-            let destination = "\(output)/\(item.target)"
-            try fileManager.createDirectory(atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            if fileManager.fileExists(atPath: destination) { try fileManager.removeItem(atPath: destination) }
-            try fileManager.copyItem(atPath: item.source, toPath: destination)
+            try site.write(try Data(contentsOf: URL(fileURLWithPath: item.source)), to: item.target)
             summary.attachments += 1
         }
         // Each item under its folder, once, instead of a scan of every item per folder.
@@ -79,19 +80,23 @@ public struct SiteExporter {
             let children = children[folder.target] ?? []
             let entries = children.map { child -> Template.Entry in
                 let name = String(child.target.dropFirst(prefix.count))
-                if child.isFolder { return Template.Entry(href: "\(name)/index.html", label: name + "/", kind: "folder") }
-                if child.target.hasSuffix(".md") { return Template.Entry(href: Self.pagePath(name), label: titles[child.target] ?? name, kind: "note") }
-                return Template.Entry(href: name, label: name, kind: "file")
+                if child.isFolder { return Template.Entry(href: Self.href(name) + "/index.html", label: name + "/", kind: "folder") }
+                if child.target.hasSuffix(".md") { return Template.Entry(href: Self.href(Self.pagePath(name)), label: titles[child.target] ?? name, kind: "note") }
+                return Template.Entry(href: Self.href(name), label: name, kind: "file")
             }
             let target = prefix + "index.html"
             let title = folder.target.isEmpty ? (sources.count == 1 ? URL(fileURLWithPath: sources[0]).lastPathComponent : "Notes") : URL(fileURLWithPath: folder.target).lastPathComponent
-            try write(Template.index(title: title, entries: entries, root: Self.root(of: target)), to: "\(output)/\(target)")
+            try site.write(Data(Template.index(title: title, entries: entries, root: Self.root(of: target)).utf8), to: target)
             summary.indexes += 1
         }
         return summary
     }
 
-    private func collect(_ source: String, as target: String, into items: inout [Item]) throws {
+    private func collect(_ source: String, as target: String, into items: inout [Item], top: Bool = false) throws {
+        // A symbolic link is not followed: what it points to is not part of the notes
+        // (and may be anything on the machine). The mount has none.
+        var status = stat()
+        if !top && lstat(source, &status) == 0 && (status.st_mode & S_IFMT) == S_IFLNK { return }
         if Self.isFolder(source) {
             items.append(Item(source: source, target: target, isFolder: true))
             let names = try FileManager.default.contentsOfDirectory(atPath: source).filter { !$0.hasPrefix(".") }.sorted()
@@ -103,10 +108,17 @@ public struct SiteExporter {
         }
     }
 
-    private func write(_ text: String, to path: String) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    /// A relative link whose every segment is percent-encoded: a file named
+    /// `javascript:alert(1)` links as `javascript%3Aalert(1)`, a file, not a script.
+    public static func href(_ relative: String) -> String {
+        relative.split(separator: "/", omittingEmptySubsequences: false)
+            .map { $0.addingPercentEncoding(withAllowedCharacters: hrefSegment) ?? "" }
+            .joined(separator: "/")
     }
+
+    /// RFC 3986's unreserved characters and the sub-delimiters that are harmless in a
+    /// path; ":" is left out so that no first segment reads as a scheme.
+    static let hrefSegment = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=@")
 
     static func isFolder(_ path: String) -> Bool {
         var isDirectory: ObjCBool = false
@@ -131,4 +143,56 @@ public struct SiteExporter {
         guard path.lowercased().hasSuffix(".md") else { return nil }
         return String(path.dropLast(3)) + ".html" + (parts.count > 1 ? "#" + parts[1] : "")
     }
+}
+
+/// The output folder, written without ever following a symbolic link: a link planted
+/// inside it (`site/notes -> /etc`) makes the export stop instead of writing elsewhere.
+struct OutputFolder {
+    let root: String
+
+    init(_ path: String) throws {
+        guard let resolved = realpath(path, nil) else { throw ExportError("Cannot open the output folder \(path).") }
+        root = String(cString: resolved)
+        free(resolved)
+    }
+
+    /// Writes `data` at `relative` (folders made as needed), replacing a file there.
+    func write(_ data: Data, to relative: String) throws {
+        let parts = relative.split(separator: "/").map(String.init)
+        guard !parts.isEmpty, !parts.contains(".."), !parts.contains(".") else { throw ExportError("Refusing to write \(relative).") }
+        var folder = root
+        for part in parts.dropLast() {
+            folder += "/" + part
+            var status = stat()
+            if lstat(folder, &status) == 0 {
+                guard (status.st_mode & S_IFMT) == S_IFDIR else {
+                    throw ExportError("\(folder) is a link or a file, not a folder; the export does not write through it.")
+                }
+            } else if mkdir(folder, 0o755) != 0 && errno != EEXIST {
+                throw ExportError("Cannot make \(folder): \(String(cString: strerror(errno))).")
+            }
+        }
+        let path = folder + "/" + parts.last!
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw ExportError(errno == ELOOP
+                ? "\(path) is a symbolic link; the export does not write through links."
+                : "Cannot write \(path): \(String(cString: strerror(errno))).")
+        }
+        defer { close(descriptor) }
+        try data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                guard written > 0 else { throw ExportError("Cannot write \(path): \(String(cString: strerror(errno))).") }
+                offset += written
+            }
+        }
+    }
+}
+
+struct ExportError: Error, LocalizedError {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var errorDescription: String? { message }
 }

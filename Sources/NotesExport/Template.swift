@@ -28,6 +28,10 @@ public enum Template {
         return out
     }
 
+    /// No script, no plugin, no form, nothing from elsewhere: the pages hold notes that
+    /// others wrote. (Public pages send the same policy as a header too.)
+    public static let contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
+
     static func head(title: String, root: String) -> String {
         """
         <!DOCTYPE html>
@@ -35,6 +39,7 @@ public enum Template {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta http-equiv="Content-Security-Policy" content="\(contentSecurityPolicy)">
         <title>\(escape(title))</title>
         <link rel="stylesheet" href="\(root)style.css">
         </head>

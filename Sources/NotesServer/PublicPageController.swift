@@ -141,9 +141,9 @@ struct PublicSite {
         let prefix = path.isEmpty ? "" : path.joined(separator: "/") + "/"
         let entries = (children[folder] ?? []).map { child -> Template.Entry in
             switch child.recordType {
-            case .folder: return Template.Entry(href: "\(base)\(prefix)\(child.name)/", label: child.name + "/", kind: "folder")
-            case .note: return Template.Entry(href: "\(base)\(prefix)\(SiteExporter.pagePath(child.name))", label: child.name, kind: "note")
-            case .file: return Template.Entry(href: "\(base)\(prefix)\(child.name)", label: child.name, kind: "file")
+            case .folder: return Template.Entry(href: base + SiteExporter.href(prefix + child.name) + "/", label: child.name + "/", kind: "folder")
+            case .note: return Template.Entry(href: base + SiteExporter.href(prefix + SiteExporter.pagePath(child.name)), label: child.name, kind: "note")
+            case .file: return Template.Entry(href: base + SiteExporter.href(prefix + child.name), label: child.name, kind: "file")
             }
         }
         let title = folder.flatMap { byName[$0]?.name } ?? share.title

@@ -47,7 +47,12 @@ struct Export: AsyncParsableCommand {
             var staging: String?
             defer { if let staging { try? FileManager.default.removeItem(atPath: staging) } }
             if let share {
-                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notes-export-\(UUID().uuidString.prefix(8))").path
+                // Staged where only this user can read: a private share's notes pass through it.
+                var template = Array((FileManager.default.temporaryDirectory.path + "/notes-export-XXXXXX").utf8CString)
+                guard let made = mkdtemp(&template) else {
+                    throw NotesError(.internalError, "Cannot make a private temporary folder: \(String(cString: strerror(errno))).")
+                }
+                let folder = String(cString: made)
                 staging = folder
                 sources = [try await ShareSnapshot.write(share, client: options.client(), into: folder)]
             }
@@ -94,7 +99,9 @@ enum ShareSnapshot {
         let top = share.rootRecordName.flatMap { byName[$0] }
         let base = top?.recordType == .note ? folder : "\(folder)/\(top?.name ?? share.zone.name)"
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        for record in records {
+        // Names come from notesd, which refuses "/", "." and ".."; checked again before a
+        // name becomes a path.
+        for record in records where (try? Names.validateComponent(record.name, what: "name")) != nil {
             let relative = top?.recordType == .folder && record.recordName != top?.recordName ? String(path(of: record).dropFirst((top?.name.count ?? 0) + 1)) : path(of: record)
             let target = record.recordName == top?.recordName && top?.recordType == .folder ? base : "\(base)/\(relative)"
             switch record.recordType {

@@ -42,6 +42,41 @@ import Testing
         #expect(try Self.files(under: first) == Self.files(under: second))
     }
 
+    @Test func hostileFileNamesAndPlantedLinksStayInsideTheSite() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("export-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let notes = "\(folder)/notes", outside = "\(folder)/outside"
+        try FileManager.default.createDirectory(atPath: notes, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: "\(notes)/javascript:alert(1)"))
+        try Data("# Plan".utf8).write(to: URL(fileURLWithPath: "\(notes)/a b?#.md"))
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: "\(outside)/secret.md"))
+        // A link among the notes is not followed.
+        try FileManager.default.createSymbolicLink(atPath: "\(notes)/elsewhere", withDestinationPath: outside)
+        let site = "\(folder)/site"
+        let summary = try SiteExporter().export([notes], to: site)
+        #expect(summary.attachments == 1 && summary.pages == 1)
+        let index = String(decoding: try Data(contentsOf: URL(fileURLWithPath: "\(site)/index.html")), as: UTF8.self)
+        #expect(index.contains(#"href="javascript%3Aalert(1)""#), "\(index)")
+        #expect(index.contains(#"href="a%20b%3F%23.html""#), "\(index)")
+        #expect(!index.contains("elsewhere") && !FileManager.default.fileExists(atPath: "\(site)/elsewhere"))
+        #expect(index.contains(#"<meta http-equiv="Content-Security-Policy" content="default-src 'none';"#))
+
+        // A link planted in the output folder makes the export stop, and nothing is
+        // written through it.
+        let planted = "\(folder)/planted"
+        try FileManager.default.createDirectory(atPath: planted, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: "\(planted)/style.css", withDestinationPath: "\(outside)/secret.md")
+        #expect(throws: (any Error).self) { _ = try SiteExporter().export([notes], to: planted) }
+        #expect(try String(contentsOfFile: "\(outside)/secret.md", encoding: .utf8) == "secret")
+        try FileManager.default.removeItem(atPath: "\(planted)/style.css")
+        try FileManager.default.createDirectory(atPath: "\(notes)/Sub", withIntermediateDirectories: true)
+        try Data("# Inner".utf8).write(to: URL(fileURLWithPath: "\(notes)/Sub/inner.md"))
+        try FileManager.default.createSymbolicLink(atPath: "\(planted)/Sub", withDestinationPath: outside)
+        #expect(throws: (any Error).self) { _ = try SiteExporter().export([notes], to: planted) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == ["secret.md"])
+    }
+
     @Test func notesRunNothingInAReadersBrowser() {
         let page = MarkdownRenderer().render("""
             <script>alert(1)</script>

@@ -41,6 +41,9 @@ struct RecordController {
             let actor = try context.account().name
             var request = request
             let body = try await request.decodeJSON(API.ZoneChangesQuery.self)
+            if let limit = body.limit, !(1...Limits.maxChangesPage).contains(limit) {
+                throw NotesError(.invalidArguments, "limit must be 1 to \(Limits.maxChangesPage); it was \(limit).")
+            }
             let changes = try await store.zoneChangesJSON(body.zone, since: body.since, limit: body.limit ?? Limits.defaultChangesPage, actor: actor)
             // The next token in headers too: a client can ask for the next page while it
             // still reads this one (`NotesClient.forEachZoneChangePage`).

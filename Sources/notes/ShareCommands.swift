@@ -38,16 +38,16 @@ struct ShareCommand: AsyncParsableCommand {
     @Flag(name: .customLong("public"), help: "Anyone with the URL may read (or, with --read-write, edit).")
     var makePublic = false
 
-    @Flag(name: .customLong("private"), help: "Turn the public link off; invited people keep their access.")
+    @Flag(name: .customLong("private"), help: "Turn the public link off: those who joined through it lose access at once; invited people keep theirs.")
     var makePrivate = false
 
     @Flag(help: "Revoke the current URL and print a new one.")
     var rotateURL = false
 
-    @Option(help: "The public link lets nobody new in after this long: 30m, 12h, 7d, 2w (0 removes the limit).")
+    @Option(help: "The public link lets nobody new in after this long: 30m, 12h, 7d, 2w (0 removes the limit). Those who joined through it before keep their access; --private ends it.")
     var expires: String?
 
-    @Flag(help: "Protect the public link with a password, read from the terminal or standard input (an empty one removes it).")
+    @Flag(help: "Protect the public link with a password, read from the terminal or standard input (an empty one removes it). It applies to people joining from now on; --private ends the access of those who joined before.")
     var password = false
 
     @OptionGroup var options: ClientOptions

@@ -13,7 +13,7 @@ import Synchronization
 /// session, until SIGTERM/SIGINT or an external unmount.
 public enum MountRunner {
     public static func run(mountpoint: String, client: NotesClient, cacheDirectory: String, conflictMarkers: Bool = false, logger: Logger) async throws {
-        returnLargeBuffersToTheSystem()
+        ProcessMemory.returnLargeBuffersToTheSystem()
         try ReplicaLocation.prepare(cacheDirectory)
         let account = try await accountName(client: client, cacheDirectory: cacheDirectory, logger: logger)
         let replicaPath = ReplicaLocation.path(in: cacheDirectory, account: account)
@@ -77,16 +77,6 @@ public enum MountRunner {
         logger.info("unmounted \(mountpoint)\(queued > 0 ? "; \(queued) changes stay queued for the next mount" : "")")
     }
 
-    /// Files pass through the mount as whole buffers of up to 16 MiB. glibc raises its
-    /// mmap threshold after each such buffer is freed, so later ones come from the heap
-    /// and stay resident: 120 writes of up to 12 MiB left the mount at 440 MB after every
-    /// file was deleted. A fixed threshold (which also stops the raising) hands each
-    /// large buffer back on free: 62 MB in the same run.
-    static func returnLargeBuffersToTheSystem() {
-        // M_MMAP_THRESHOLD and M_TRIM_THRESHOLD of <malloc.h>, which Glibc's module leaves out.
-        _ = glibcMallopt(-3, 128 * 1024)
-        _ = glibcMallopt(-1, 128 * 1024)
-    }
 
     /// The account the daemon says we are, or, when it is away, the one whose replica
     /// this cache holds (so a mount can start offline).
@@ -102,7 +92,3 @@ public enum MountRunner {
         }
     }
 }
-
-/// glibc's `mallopt(3)`: declared here because <malloc.h> is not part of the Glibc module.
-@_silgen_name("mallopt")
-private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32

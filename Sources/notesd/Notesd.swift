@@ -88,6 +88,7 @@ struct Notesd: AsyncParsableCommand {
         }
         // A render worker killed mid-write must not take notesd with it.
         signal(SIGPIPE, SIG_IGN)
+        ProcessMemory.returnLargeBuffersToTheSystem()
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
         }

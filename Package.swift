@@ -160,6 +160,7 @@ let package = Package(
         .testTarget(name: "NotesExportTests", dependencies: ["NotesExport"], exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(name: "NotesMergeTests", dependencies: ["NotesMerge"], swiftSettings: strictSettings),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),
+        .testTarget(name: "NotesReplicaTests", dependencies: ["NotesModel", "NotesReplica"], swiftSettings: strictSettings),
         .testTarget(
             name: "NotesStoreTests",
             dependencies: ["NotesModel", "NotesStore", .product(name: "GRDB", package: "GRDB.swift")],

@@ -1,0 +1,110 @@
+import Foundation
+import NotesModel
+import NotesReplica
+import Testing
+
+/// The replica's rules, tested on a real SQLite file without a mount or a daemon: what
+/// the upload queue hands out, what an upload's answer settles, and what a page of the
+/// server's changes may and may not overwrite.
+@Suite struct ReplicaTests {
+    let replica: Replica
+    let zone = ZoneID(owner: "alice", name: "_defaultZone")
+    let other = ZoneID(owner: "alice", name: "Work")
+
+    init() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("replica-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        replica = try Replica(path: folder.appendingPathComponent("alice.replica.sqlite").path)
+    }
+
+    func row(_ name: String, in zone: ZoneID? = nil, tag: String? = nil) -> ReplicaRecord {
+        ReplicaRecord(
+            zone: zone ?? self.zone, recordName: name, recordType: .note, name: "\(name).md", parent: nil, size: 0,
+            shareID: nil, changeTag: tag, createdAt: 0, modifiedAt: 0, modifiedBy: "alice")
+    }
+
+    func server(_ name: String, body: String, tag: String, in zone: ZoneID? = nil) -> Record {
+        Record(recordName: name, zone: zone ?? self.zone, recordType: .note, name: "\(name).md", parent: nil, body: body, bytes: nil,
+               createdAt: Date(timeIntervalSince1970: 0), modifiedAt: Date(timeIntervalSince1970: 1), modifiedBy: "bob", changeTag: tag, shareID: nil)
+    }
+
+    func batch(limit: Int = 400, budget: Int = 1 << 30, holding: @escaping (RecordKey) -> Bool = { _ in false }) throws -> [PendingChange] {
+        try replica.nextBatch(limit: limit, byteBudget: budget, skipping: [], holding: holding, cost: { content, _ in content?.count ?? 0 })
+    }
+
+    @Test func theQueueGoesOutInOrderOneZoneAtATimeWithinItsBudget() throws {
+        _ = try replica.saveLocal(row("a"), content: Array("aaaa".utf8))
+        _ = try replica.saveLocal(row("w", in: other), content: Array("w".utf8))
+        _ = try replica.saveLocal(row("b"), content: Array("bbbbbbbb".utf8))
+        // One zone per batch, in the order the changes were made.
+        #expect(try batch().map(\.record.recordName) == ["a", "b"])
+        // A budget stops the batch (the first change always goes, whatever its size).
+        #expect(try batch(budget: 5).map(\.record.recordName) == ["a"])
+        #expect(try batch(budget: 1).map(\.record.recordName) == ["a"])
+        #expect(try batch(limit: 1).map(\.record.recordName) == ["a"])
+        #expect(try replica.pendingCount() == 3)
+    }
+
+    @Test func aDeleteStillHeldStopsItsZoneOnly() throws {
+        _ = try replica.saveLocal(row("a", tag: "1"), content: Array("a".utf8))
+        try replica.deleteLocal(RecordKey(zone: zone, recordName: "a"))
+        _ = try replica.saveLocal(row("b"), content: Array("b".utf8))
+        _ = try replica.saveLocal(row("w", in: other), content: Array("w".utf8))
+        let held = RecordKey(zone: zone, recordName: "a")
+        // What comes after a held delete in its zone waits (a freed name, then its next owner).
+        #expect(try batch(holding: { $0 == held }).map(\.record.recordName) == ["w"])
+        #expect(try batch().map(\.record.recordName) == ["a", "b"])
+    }
+
+    @Test func anUploadsAnswerSettlesOnlyWhatItCarried() throws {
+        let key = RecordKey(zone: zone, recordName: "a")
+        _ = try replica.saveLocal(row("a"), content: Array("first".utf8))
+        let sent = try #require(try batch().first)
+        // Edited again while the upload was under way: the newer edit stays queued, on
+        // top of the tag the server gave the first.
+        _ = try replica.saveLocal(row("a"), content: Array("second".utf8))
+        try replica.markSaved(key, dirty: sent.record.dirty, as: server("a", body: "first", tag: "t1"))
+        let again = try #require(try batch().first)
+        #expect(again.content == Array("second".utf8))
+        #expect(again.record.changeTag == "t1")
+        try replica.markSaved(key, dirty: again.record.dirty, as: server("a", body: "second", tag: "t2"))
+        #expect(try replica.pendingCount() == 0)
+        #expect(try replica.contentAndTag(of: key)?.0 == Array("second".utf8))
+    }
+
+    @Test func theServersPagesNeverOverwriteLocalChanges() throws {
+        let key = RecordKey(zone: zone, recordName: "a")
+        _ = try replica.saveLocal(row("a"), content: Array("mine".utf8))
+        // A page brings someone else's version while ours waits: ours stays.
+        var effects = try replica.applyRemote(zone, records: [server("a", body: "theirs", tag: "t9")], deleted: [], token: "z1.1.1.1", scope: .private)
+        #expect(effects.updated.isEmpty)
+        #expect(try replica.contentAndTag(of: key)?.0 == Array("mine".utf8))
+        // Deleted on the server while edited here: the edit is kept, to be created again.
+        effects = try replica.applyRemote(zone, records: [], deleted: ["a"], token: "z1.1.1.2", scope: .private)
+        #expect(effects.removed.isEmpty)
+        #expect(try batch().first?.record.changeTag == nil)
+        // Once uploaded, our own change coming back changes nothing…
+        let sent = try #require(try batch().first)
+        try replica.markSaved(key, dirty: sent.record.dirty, as: server("a", body: "mine", tag: "t10"))
+        effects = try replica.applyRemote(zone, records: [server("a", body: "mine", tag: "t10")], deleted: [], token: "z1.1.1.3", scope: .private)
+        #expect(effects.updated.isEmpty)
+        // … and a later version from elsewhere is taken.
+        effects = try replica.applyRemote(zone, records: [server("a", body: "newer", tag: "t11")], deleted: [], token: "z1.1.1.4", scope: .private)
+        #expect(effects.updated.map(\.recordName) == ["a"])
+        #expect(try replica.contentAndTag(of: key)?.0 == Array("newer".utf8))
+        // A clean record deleted on the server goes.
+        effects = try replica.applyRemote(zone, records: [], deleted: ["a"], token: "z1.1.1.5", scope: .private)
+        #expect(effects.removed == [key])
+        #expect(try replica.contentAndTag(of: key) == nil)
+    }
+
+    @Test func aRefusedChangeStaysListedWithItsReason() throws {
+        let key = RecordKey(zone: zone, recordName: "a")
+        _ = try replica.saveLocal(row("a"), content: Array("x".utf8))
+        try replica.refuse(key, reason: "Your storage is full.")
+        #expect(try replica.waiting().map(\.refusal) == ["Your storage is full."])
+        // A new local change clears the old refusal: it is a new attempt.
+        _ = try replica.saveLocal(row("a"), content: Array("y".utf8))
+        #expect(try replica.waiting().map(\.refusal) == [nil])
+    }
+}

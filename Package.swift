@@ -111,6 +111,7 @@ let package = Package(
             dependencies: [
                 "NotesModel", "NotesFS", "NotesReplica", "NotesClient", "NotesMerge",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),

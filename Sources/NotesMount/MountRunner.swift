@@ -7,6 +7,7 @@ public import NotesClient
 import NotesFS
 import NotesModel
 import NotesReplica
+import ServiceLifecycle
 import Synchronization
 
 /// Runs one mount in the foreground: replica, file tree, sync engine and the libfuse
@@ -46,26 +47,21 @@ public enum MountRunner {
         defer { ReplicaLocation.unregister(mountpoint: mountpoint) }
         logger.info("mounted \(account)'s notes at \(mountpoint) (replica in \(cacheDirectory))")
 
-        for signalNumber in [SIGTERM, SIGINT, SIGHUP] { signal(signalNumber, SIG_IGN) }
-        let signalSources = [SIGTERM, SIGINT].map { signalNumber in
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { mount.unmount() }
-            source.resume()
-            return source
-        }
-        let sync = Task { await engine.run() }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
-                _ = mount.run()
-                done.resume()
-            }
-            thread.name = "fuse"
-            thread.start()
-        }
-        sync.cancel()
+        // The terminal a background mount was started from may close: it keeps running.
+        signal(SIGHUP, SIG_IGN)
+        // As notesd: one ServiceGroup, ended by SIGTERM or SIGINT (the kernel session
+        // is unmounted first, then the sync engine stops) or by an external
+        // `fusermount3 -u` (the FUSE loop returns and the group shuts down).
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [
+                .init(service: SyncService(engine: engine)),
+                .init(service: FuseService(mount: mount), successTerminationBehavior: .gracefullyShutdownGroup),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
         mount.unmount()
         mount.close()
-        signalSources.forEach { $0.cancel() }
         let unsaved = tree.saveAllBeforeUnmount()
         if unsaved > 0 {
             logger.critical("\(unsaved) closed file(s) could not be saved: the disk of \(cacheDirectory) is full. Their last writes are lost; the notes keep their previous content.")
@@ -90,5 +86,36 @@ public enum MountRunner {
             logger.warning("notesd is not reachable; mounting \(name)'s local replica")
             return name
         }
+    }
+}
+
+/// The libfuse session loop, on a thread of its own (it blocks); a graceful shutdown
+/// unmounts, which ends the loop.
+struct FuseService: Service {
+    let mount: FuseMount
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let thread = Thread {
+                    _ = mount.run()
+                    done.resume()
+                }
+                thread.name = "fuse"
+                thread.start()
+            }
+        } onGracefulShutdown: {
+            mount.unmount()
+        }
+    }
+}
+
+/// The sync engine's loop, cancelled when the group shuts down; what stays queued is
+/// handed to notesd once more after the unmount (`MountRunner.run`).
+struct SyncService: Service {
+    let engine: SyncEngine
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await engine.run() }
     }
 }

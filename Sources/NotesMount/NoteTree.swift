@@ -27,10 +27,9 @@ public final class NoteTree: Sendable {
         /// Names the kernel may have cached as missing that now exist (folders made on
         /// demand); drained after the lock by whoever changed the tree from outside.
         var pendingInvalidations: [Invalidation] = []
-        /// Closed files whose content stays in memory, and about how many bytes that is:
+        /// Closed files whose content stays in memory (`keptContentLimit` bytes in all):
         /// opening them again reads no SQLite.
         var kept: Set<Inode> = []
-        var keptBytes = 0
         /// Closed files whose save to the replica failed (its disk was full): their
         /// content waits in memory and is saved again on every tick.
         var unsaved: Set<Inode> = []

@@ -20,6 +20,20 @@ extension NoteTree {
         })
     }
 
+    /// A fetch brought every page: records whose folder never came show at the top of
+    /// their zone.
+    public func showOrphans() {
+        var invalidations: [Invalidation] = []
+        state.withLock { state in
+            Self.showOrphans(&state, invalidations: &invalidations)
+            Self.reclaimNames(&state)
+        }
+        invalidate(invalidations + state.withLock { state in
+            defer { state.pendingInvalidations = [] }
+            return state.pendingInvalidations
+        })
+    }
+
     /// Takes records out of the tree (deleted elsewhere, or a local change the server refused).
     public func removeRecords(_ keys: [RecordKey]) {
         applyRemote({ var effects = RemoteEffects(); effects.removed = keys; return effects }())

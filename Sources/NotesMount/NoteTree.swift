@@ -105,6 +105,7 @@ public final class NoteTree: Sendable {
             }
             var invalidations: [Invalidation] = []
             Self.place(&state, loaded.records, invalidations: &invalidations)
+            Self.showOrphans(&state, invalidations: &invalidations)
             // The kernel knows nothing yet: nothing to invalidate (and an entry
             // invalidated later, once looked up, would cut off whoever stands in it).
             state.pendingInvalidations = []
@@ -262,18 +263,24 @@ public final class NoteTree: Sendable {
         // found children left at the zone's root when the folder's node had outlived it).
         let placed = Set(places.map(\.key))
         for inode in state.awaitingParent {
-            guard let node = state.nodes[inode], node.attached, case .record(let key) = node.kind, let parent = node.recordParent,
+            guard let node = state.nodes[inode], case .record(let key) = node.kind, state.index[key] == inode, let parent = node.recordParent,
                   state.index[RecordKey(zone: key.zone, recordName: parent)] != nil, !placed.contains(key) else { continue }
             places.append((key, parent, state.displaced[inode] ?? node.name))
         }
         for record in places {
             guard let inode = state.index[record.key], let node = state.nodes[inode] else { continue }
-            let parent = parentInode(&state, key: record.key, parent: record.parent)
-            if let folder = record.parent, state.index[RecordKey(zone: record.key.zone, recordName: folder)] == nil {
+            let waiting = waitsForParent(state, key: record.key, parent: record.parent)
+            if waiting {
                 state.awaitingParent.insert(inode)
+                // Not shown yet and its folder not here yet (a page of changes brings a
+                // child before its folder's later move): it waits, unseen, for the folder
+                // or for the end of the fetch (`showOrphans`), instead of flashing at
+                // the zone's root (a fresh mount showed 30 such strays for seconds).
+                if !node.attached { continue }
             } else {
                 state.awaitingParent.remove(inode)
             }
+            let parent = parentInode(&state, key: record.key, parent: record.parent)
             if node.attached && node.parent == parent && node.name == record.name { continue }
             if node.attached {
                 // Moving, not leaving: the node must survive even if the kernel never looked it up.
@@ -282,6 +289,25 @@ public final class NoteTree: Sendable {
                 if node.isDirectory && node.lookups > 0 { invalidations.append(.relink(inode)) }
             }
             attach(&state, inode, parent: parent, name: record.name, invalidations: &invalidations)
+        }
+    }
+
+    /// Whether a record names a folder the tree does not hold (yet). A shared
+    /// hierarchy's root names a folder the participant never sees: it does not wait.
+    static func waitsForParent(_ state: State, key: RecordKey, parent: String?) -> Bool {
+        guard let parent, state.index[RecordKey(zone: key.zone, recordName: parent)] == nil else { return false }
+        let shared = (state.zones[key.zone] ?? (key.zone.owner == state.account ? .private : .shared)) == .shared
+        return !(shared && state.shares.values.contains { $0.zone == key.zone && $0.rootRecordName == key.recordName })
+    }
+
+    /// Shows records whose folder never came, at the top of their zone (where
+    /// `parentInode` puts them): called when a fetch has brought every page, and after
+    /// loading the replica.
+    static func showOrphans(_ state: inout State, invalidations: inout [Invalidation]) {
+        for inode in state.awaitingParent {
+            guard let node = state.nodes[inode], !node.attached, case .record(let key) = node.kind, state.index[key] == inode else { continue }
+            let parent = parentInode(&state, key: key, parent: node.recordParent)
+            attach(&state, inode, parent: parent, name: state.displaced[inode] ?? node.name, invalidations: &invalidations)
         }
     }
 

@@ -492,5 +492,6 @@ public final class SyncEngine: Sendable {
             let removed = try replica.prune(zone, keeping: seen)
             if !removed.isEmpty { tree.removeRecords(removed) }
         }
+        tree.showOrphans()
     }
 }

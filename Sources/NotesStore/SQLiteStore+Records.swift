@@ -68,7 +68,7 @@ extension SQLiteStore {
 
     public func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult {
         try request.validate()
-        let saves = try Self.parentsFirst(request.saves)
+        let saves = try Self.parentsFirst(Self.updatesFirst(request.saves))
         let deleting = Set(request.deletes.map(\.recordName))
         let store = self
         return try await write { context in
@@ -309,6 +309,14 @@ extension SQLiteStore {
 
     /// Orders saves so that a folder created in the same operation comes before what
     /// it holds; a cycle among the saves is refused.
+    /// Saves of records that exist (they carry a change tag) before new ones, each group
+    /// in the order sent: a rename in the batch frees its old name before a new record
+    /// takes it. (A mount that renamed `z.bin` away and made a new `z.bin` sent the new
+    /// one first, and the unique name index, checked row by row, refused it.)
+    static func updatesFirst(_ saves: [RecordSave]) -> [RecordSave] {
+        saves.filter { $0.changeTag != nil } + saves.filter { $0.changeTag == nil }
+    }
+
     static func parentsFirst(_ saves: [RecordSave]) throws(NotesError) -> [RecordSave] {
         let byName = Dictionary(saves.map { ($0.recordName, $0) }, uniquingKeysWith: { first, _ in first })
         var done = Set<String>()

@@ -121,6 +121,9 @@ struct ExerciserTests {
                 fail("\(name) on notesd has \(held.count) bytes, the model \(content.count); its versions, newest first: \(versions.prefix(8).map { "\($0.size) bytes at \($0.modifiedAt.timeIntervalSince1970)" })")
             }
         }
-        #expect(Set(records.map(\.name)) == Set(model.keys), "notesd has \(records.map(\.name)), the model \(model.keys.sorted())")
+        #expect(Set(records.map(\.name)) == Set(model.keys), """
+            seed \(seed): notesd has \(records.map(\.name)), the model \(model.keys.sorted()); last operations:
+            \(history.suffix(40).joined(separator: "\n"))
+            """)
     }
 }

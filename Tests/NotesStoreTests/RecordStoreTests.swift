@@ -230,6 +230,19 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases)
+    func aNameFreedByARenameInTheSameBatchCanBeTaken(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let z = try await f.note("z", "z.bin", body: "old z")
+        // The exerciser's finding: a new z.bin listed before the rename that frees the name.
+        let saved = try await f.save([
+            RecordSave(recordName: "new", recordType: .note, name: "z.bin", body: "new z"),
+            RecordSave(recordName: "z", recordType: .note, name: "x.bin", body: "old z", changeTag: z.changeTag),
+        ])
+        #expect(Set(saved.map(\.name)) == ["z.bin", "x.bin"])
+        #expect(try await f.all().mapValues(\.name) == ["new": "z.bin", "z": "x.bin"])
+    }
+
+    @Test(arguments: Backend.allCases)
     func historyComesInPages(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         var record = try await f.note("n", "n.md", body: "0")

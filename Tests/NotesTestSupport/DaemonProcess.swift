@@ -50,10 +50,17 @@ public final class DaemonProcess: @unchecked Sendable {
         try process.run()
     }
 
+    /// Waits for the socket, then for an answer. (Asking before the socket exists made
+    /// the HTTP client back off and retry on its own until past this deadline, on a
+    /// machine busy enough that notesd took seconds to start.)
     public func waitUntilReady() async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline && !FileManager.default.fileExists(atPath: socket) && process.isRunning {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let probe = NotesClient(endpoint: .unixSocket(socket), token: nil, timeoutSeconds: 5)
         while ContinuousClock.now < deadline {
-            if (try? await client().whoami()) != nil { return }
+            if (try? await probe.whoami()) != nil { return }
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -76,14 +76,14 @@ public final class WorkerRendering: NoteRendering {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        let finished = Mutex(false)
+        let finished = Flag()
         do { try process.run() } catch { return nil }
         let pid = process.processIdentifier
         // Kill it when over budget (SIGKILL: a parser stuck in a loop does not answer SIGTERM).
         let budget = self.budget
         let watchdog = Task {
             try? await Task.sleep(for: budget)
-            if !finished.withLock({ $0 }) { kill(pid, SIGKILL) }
+            if !finished.isSet { kill(pid, SIGKILL) }
         }
         defer { watchdog.cancel() }
         // Write and read on threads of their own: a 16 MiB note fills both pipes.
@@ -93,17 +93,27 @@ public final class WorkerRendering: NoteRendering {
             try? input.fileHandleForWriting.close()
         }
         writer.start()
-        let data: Data = await withCheckedContinuation { continuation in
+        // Reading to the end and waiting for the exit block: on a thread of their own,
+        // never on one of Swift's few cooperative threads (two renders waiting out their
+        // budget there would stall every request).
+        let (data, succeeded): (Data, Bool) = await withCheckedContinuation { continuation in
             Thread {
                 let data = (try? output.fileHandleForReading.readToEnd()) ?? Data()
-                continuation.resume(returning: data)
+                process.waitUntilExit()
+                finished.set()
+                continuation.resume(returning: (data, process.terminationReason == .exit && process.terminationStatus == 0))
             }.start()
         }
-        process.waitUntilExit()
-        finished.withLock { $0 = true }
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else { return nil }
+        guard succeeded else { return nil }
         return try? JSONDecoder().decode(RenderedNote.self, from: data)
     }
+}
+
+/// A flag set once, read from any thread.
+final class Flag: Sendable {
+    private let value = Mutex(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
 }
 
 /// A counting semaphore for tasks.

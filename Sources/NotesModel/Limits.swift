@@ -60,6 +60,14 @@ public enum Limits {
     /// so that notesd does not close one a client is about to use.
     public static let idleConnectionSeconds = 300
 
+    /// Seconds a request body may take on top of the time its size earns at
+    /// `minimumBodyBytesPerSecond` (Apache's mod_reqtimeout works the same way): a
+    /// client that sends a body a byte a second holds a connection this long, no more.
+    public static let requestBodySeconds = 30
+    /// The slowest upload notesd waits for once the grace is spent: 4 KiB/s takes a
+    /// 64 MiB batch in under 5 hours, so only a client that stalls is cut off.
+    public static let minimumBodyBytesPerSecond = 4096
+
     // MARK: History
 
     /// Default and largest page of a record's versions; a page also stops past

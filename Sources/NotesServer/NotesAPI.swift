@@ -15,11 +15,15 @@ public struct NotesAPI: Sendable {
     public let idleTimeout: Int
     /// How public pages render notes (notesd: in a worker process with a time budget).
     public let renderer: any NoteRendering
+    /// Seconds a request body may take beyond what its size earns (see `SlowBodyGuard`).
+    public let bodyTimeout: Int
 
     public init(
         store: any RecordStore, notifier: ChangeNotifier, publicURL: String, clients: ClientAddress = ClientAddress(),
-        idleTimeout: Int = Limits.idleConnectionSeconds, renderer: any NoteRendering = InProcessRendering()
+        idleTimeout: Int = Limits.idleConnectionSeconds, bodyTimeout: Int = Limits.requestBodySeconds,
+        renderer: any NoteRendering = InProcessRendering()
     ) {
+        self.bodyTimeout = bodyTimeout
         self.renderer = renderer
         self.idleTimeout = idleTimeout
         self.store = store
@@ -48,14 +52,20 @@ public struct NotesAPI: Sendable {
     /// An application bound to `address`; run it as a service. A connection with no
     /// request under way for `idleTimeout` seconds is closed (a client that
     /// sends headers a byte at a time included); event streams are never idle (they
-    /// carry a keep-alive every 15 s). On TCP, one address holds at most
+    /// carry a keep-alive every 15 s). A request body must keep up
+    /// `Limits.minimumBodyBytesPerSecond` after `bodyTimeout` seconds of grace, or the
+    /// connection is closed. On TCP, one address holds at most
     /// `Limits.maxConnectionsPerClient` connections.
     public func application(address: BindAddress, logger: Logger) -> some ApplicationProtocol {
         let limiter = ConnectionLimiter(limit: Limits.maxConnectionsPerClient)
+        let bodyTimeout = bodyTimeout
         return Application(
             router: router(),
             server: .http1(configuration: .init(
-                additionalChannelHandlers: [limiter.handler()],
+                additionalChannelHandlers: [
+                    limiter.handler(),
+                    SlowBodyGuard(graceSeconds: bodyTimeout, minimumBytesPerSecond: Limits.minimumBodyBytesPerSecond),
+                ],
                 idleTimeout: .seconds(Int64(idleTimeout)))),
             configuration: .init(address: address, serverName: "notesd"),
             logger: logger)

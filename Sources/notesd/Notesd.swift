@@ -66,6 +66,9 @@ struct Notesd: AsyncParsableCommand {
     @Option(help: "Seconds a connection may sit with no request under way before it is closed.")
     var idleTimeout: Int = Limits.idleConnectionSeconds
 
+    @Option(help: "Seconds a request body may take beyond one second per 4 KiB received; a slower upload is cut off.")
+    var bodyTimeout: Int = Limits.requestBodySeconds
+
     @Option(help: "Seconds a public page may take to render a note before it is shown as plain text.")
     var renderTimeout: Double = 5
 
@@ -115,13 +118,14 @@ struct Notesd: AsyncParsableCommand {
         try paths.prepareSocket()
 
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
+        guard (1...86_400).contains(bodyTimeout) else { throw ValidationError("--body-timeout must be 1 to 86400 seconds.") }
         guard renderTimeout.isFinite, renderTimeout >= 0.1, renderTimeout <= 600 else { throw ValidationError("--render-timeout must be 0.1 to 600 seconds.") }
         let renderer = WorkerRendering(
             executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path, arguments: ["--render-worker"],
             budget: .milliseconds(Int64(renderTimeout * 1000)))
         let api = NotesAPI(
             store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)),
-            idleTimeout: idleTimeout, renderer: renderer)
+            idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, renderer: renderer)
         var services: [any Service] = [
             UnixSocketServer(application: api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")), path: paths.socket),
             NotifierService(notifier: notifier),

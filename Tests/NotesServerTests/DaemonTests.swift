@@ -256,6 +256,48 @@ import Testing
         #expect(result.stdout.contains("alive \(Limits.maxEventStreamsPerAccount)\n"), "\(result)")
     }
 
+    @Test func aBodySentAByteASecondIsCutOffAndAFastOneIsNot() async throws {
+        let daemon = try await DaemonProcess.started(tcp: true, arguments: ["--body-timeout", "2"])
+        let port = try #require(daemon.port)
+        _ = try await daemon.account("alice")
+        let token = try await daemon.client().issueToken(for: "alice").token
+        // A body announced as 400 bytes, sent a byte every 0.3 s: past the 2 s grace
+        // (400 bytes earn no time at 4 KiB/s) notesd closes the connection.
+        // Then a whole body at once on a fresh connection is answered as usual.
+        let script = """
+            import socket, time, json
+            body = json.dumps({"name": "slowpoke"}).encode() + b" " * 380
+            head = (f"POST /v1/zones HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer \(token)\\r\\n"
+                    f"Content-Type: application/json\\r\\nContent-Length: {len(body)}\\r\\n\\r\\n").encode()
+            slow = socket.create_connection(("127.0.0.1", \(port)))
+            slow.sendall(head)
+            start = time.time()
+            closed = False
+            for byte in body:
+                try:
+                    slow.send(bytes([byte]))
+                    time.sleep(0.3)
+                    closed = slow.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b""
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    closed = True
+                if closed: break
+            print("slow", f"closed after {round(time.time() - start)}" if closed else "never closed")
+            fast = socket.create_connection(("127.0.0.1", \(port)))
+            fast.settimeout(20)
+            fast.sendall(head + body)
+            print("fast", fast.recv(4096).split(b"\\r\\n")[0].decode())
+            """
+        let path = "/tmp/slow-body-\(UUID().uuidString.prefix(8)).py"
+        try script.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = Shell.run("python3 \(path)")
+        #expect(result.stdout.contains("slow closed after"), "\(result)")
+        #expect(result.stdout.contains("fast HTTP/1.1 2"), "\(result)")
+        #expect(try await daemon.client(token: token).whoami().name == "alice", "notesd kept serving")
+    }
+
     @Test func tcpNeedsAToken() async throws {
         let daemon = try await DaemonProcess.started(tcp: true)
         let issued = try await daemon.client().createAccount(name: "bob")

@@ -352,8 +352,12 @@ public final class NoteTree: Sendable {
         while moved {
             moved = false
             for (inode, wanted) in state.displaced {
+                // A name an editor just moved a note away from stays free for the
+                // editor's new file (the same-note window): taking it would make that
+                // save land in this other note (the simulation, seed 1034).
                 guard let node = state.nodes[inode], node.attached, let folder = state.nodes[node.parent],
-                      folder.children[wanted] == nil, folder.children[node.name] == inode
+                      folder.children[wanted] == nil, folder.children[node.name] == inode,
+                      state.detached[DetachedName(parent: node.parent, name: wanted)] == nil
                 else { continue }
                 state.nodes[node.parent]?.children[node.name] = nil
                 var invalidations: [Invalidation] = [.entry(node.parent, node.name)]

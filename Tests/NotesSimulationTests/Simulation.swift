@@ -256,9 +256,31 @@ final class Simulation {
         return broken
     }
 
+    /// `NOTES_SIM_TRACE=1` logs, after every step, the records a mount's replica holds
+    /// that its tree does not show; `NOTES_SIM_TRACE=<mount>` (e.g. `alice-1`) also logs
+    /// that mount's records, tree and replica side by side.
+    func trace(label: String) {
+        for mount in mounts {
+            let rows = ((try? mount.replica.load().records) ?? []).filter { !$0.deleted }
+            let missing = mount.tree.state.withLock { state in rows.filter { state.index[$0.key] == nil }.map { "\($0.recordName) '\($0.name)'" } }
+            if !missing.isEmpty { log.append("    \(mount.label): replica rows not in the tree: \(missing)") }
+            guard label == mount.label else { continue }
+            let tree = mount.tree.state.withLock { state in
+                state.nodes.values.filter { $0.attached && $0.recordKey != nil }.map { "'\($0.name)'=\($0.recordKey!.recordName.prefix(8))" }.sorted().joined(separator: " ")
+                    + " | moved aside: " + state.detached.map { "'\($0.key.name)'=\($0.value.record.recordName.prefix(8))" }.sorted().joined(separator: " ")
+            }
+            let replica = rows.map { "'\($0.name)'=\($0.recordName.prefix(8))\($0.dirty != 0 ? "*" : "")" }.sorted().joined(separator: " ")
+            log.append("    tree: \(tree)\n    replica (* changed here): \(replica)")
+        }
+    }
+
     /// Runs `steps` steps, settles, and checks.
     func run(steps: Int) async throws -> [String] {
-        for index in 0..<steps { try await step(index) }
+        let trace = ProcessInfo.processInfo.environment["NOTES_SIM_TRACE"]
+        for index in 0..<steps {
+            try await step(index)
+            if let trace { self.trace(label: trace) }
+        }
         try await settle()
         return try await check()
     }

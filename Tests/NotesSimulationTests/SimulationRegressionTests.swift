@@ -100,4 +100,36 @@ import Testing
         #expect(try await world.check() == [])
         #expect(here.read(team + ["a.md"]) == Array("three\n".utf8))
     }
+
+    /// Seeds 1034 and 1296 of a 2,000-seed run: a note from elsewhere shown as `n.md (2)`
+    /// beside the local `n.md` took the name back the moment vim moved the local note
+    /// aside, so vim's new file landed in the other note; the local one was deleted
+    /// when the wait ended and one mount never showed the other's note again.
+    @Test func aNameAnEditorMovedANoteAwayFromIsNotTakenByANoteShownAsTwo() async throws {
+        let world = try await Simulation(seed: 0)
+        let here = world.mounts[0], there = world.mounts[1]
+        let team = ["private", "Team"]
+        // Given n.md made here offline and another n.md made elsewhere
+        here.service.online = false
+        #expect(here.write(team, "n.md", Array("mine\n".utf8)) == nil)
+        #expect(there.write(team, "n.md", Array("theirs\n".utf8)) == nil)
+        await there.engine.uploadPending()
+        here.service.online = true
+        await here.engine.fetchAll()
+        #expect(here.read(team + ["n.md (2)"]) == Array("theirs\n".utf8))
+        // When vim saves the local n.md
+        #expect(here.rename(team + ["n.md"], team + ["n.md~"]) == nil)
+        #expect(here.write(team, "4913", []) == nil)
+        #expect(here.unlink(team + ["4913"]) == nil)
+        #expect(here.write(team, "n.md", Array("mine, edited\n".utf8)) == nil)
+        #expect(here.unlink(team + ["n.md~"]) == nil)
+        // Then the save went into the local note and the other note is untouched
+        #expect(here.read(team + ["n.md"]) == Array("mine, edited\n".utf8))
+        #expect(here.read(team + ["n.md (2)"]) == Array("theirs\n".utf8))
+        _ = here.engine.deleteMovedAside(olderThan: -1)
+        try await world.settle()
+        #expect(try await world.check() == [])
+        let texts = Set(here.snapshot(team).values.map { String(decoding: $0, as: UTF8.self) })
+        #expect(texts.isSuperset(of: ["mine, edited\n", "theirs\n"]), "\(texts)")
+    }
 }

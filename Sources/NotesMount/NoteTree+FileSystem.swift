@@ -196,7 +196,7 @@ extension NoteTree: FileSystem {
     private func remove(_ state: inout State, _ inode: Inode) throws(Failure) {
         if let key = state.nodes[inode]!.recordKey {
             let now = Date().timeIntervalSince1970
-            do { try replica.deleteLocal(key) } catch { throw Errno.of(error) }
+            deleteLater(key)
             let node = state.nodes[inode]!
             if !node.isDirectory {
                 let record = ReplicaRecord(
@@ -316,7 +316,7 @@ extension NoteTree: FileSystem {
         if let existing {
             let replaced = state.nodes[existing]!
             if let key = replaced.recordKey {
-                do { try replica.deleteLocal(key) } catch { throw Errno.of(error) }
+                deleteLater(key)
                 state.index[key] = nil
                 state.nodes[existing]!.kind = .scratch
             }
@@ -331,11 +331,9 @@ extension NoteTree: FileSystem {
         state.nodes[inode] = node
         state.nodes[newParent]!.children[newName] = inode
         state.nodes[newParent]!.modified = now
-        if node.recordKey != nil { try persist(&state, inode) }
-        Self.keepContent(&state, inode)
-        if let deleteAfter {
-            do { try replica.deleteLocal(deleteAfter) } catch { throw Errno.of(error) }
-        }
+        if node.recordKey != nil { _ = persistLater(&state, inode) }
+        keepContent(&state, inode)
+        if let deleteAfter { deleteLater(deleteAfter) }
     }
 
     // MARK: Content
@@ -371,6 +369,60 @@ extension NoteTree: FileSystem {
         node.size = size
         node.contentDirty = false
         state.nodes[inode] = node
+    }
+
+    /// `persist` without waiting for SQLite: the save is queued in the replica's writer
+    /// (in order with every other replica write) and the content stays in memory until
+    /// it is committed. Without `waited`, a failure marks the file unsaved (saved again
+    /// on every tick); with it, the caller waits for the ticket and handles the failure.
+    func persistLater(_ state: inout State, _ inode: Inode, durable: Bool = false, waited: Bool = false) -> WriteTicket? {
+        guard var node = state.nodes[inode], let key = node.recordKey else {
+            state.nodes[inode]?.contentDirty = false
+            return nil
+        }
+        let size = node.content?.count ?? node.size
+        let record = ReplicaRecord(
+            zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: state.displaced[inode] ?? node.name, parent: node.recordParent,
+            size: size, shareID: node.shareID, changeTag: nil, createdAt: node.changed, modifiedAt: node.modified, modifiedBy: account)
+        var onFailure: (@Sendable (ReplicaError) -> Void)?
+        if !waited { onFailure = { @Sendable [weak self] (error: ReplicaError) -> Void in self?.saveFailed(inode, key: key, error) } }
+        let ticket = replica.saveLocalLater(
+            record, content: node.contentDirty ? (node.content ?? []) : nil, durable: durable, base: node.contentDirty ? node.staleBase : nil, onFailure: onFailure)
+        node.size = size
+        node.contentDirty = false
+        state.nodes[inode] = node
+        state.saving[inode] = ticket
+        return ticket
+    }
+
+    /// Queues a record's delete in the replica (unlink and rename answer at once); one
+    /// the replica fails to record is tried again on every tick.
+    func deleteLater(_ key: RecordKey) {
+        replica.deleteLocalLater(key) { [weak self] error in
+            guard let self else { return }
+            logger.error("could not record the delete of \(key.recordName) in the replica: \(error.message) It is tried again shortly.")
+            _ = state.withLock { $0.unsavedDeletes.insert(key) }
+        }
+    }
+
+    /// A queued save failed: the file is saved again on every tick (its content is
+    /// still in memory: see `saving`).
+    func saveFailed(_ inode: Inode, key: RecordKey, _ error: ReplicaError) {
+        logger.error("could not save \(key.recordName) in the replica: \(error.message) It stays in memory and is saved again shortly.")
+        state.withLock { state in
+            guard let node = state.nodes[inode], node.recordKey == key else { return }
+            if node.content != nil { state.nodes[inode]!.contentDirty = true }
+            state.unsaved.insert(inode)
+        }
+    }
+
+    /// Whether a node's content may leave memory: nothing of it waits to be saved.
+    func mayDropContent(_ state: inout State, _ inode: Inode) -> Bool {
+        guard let node = state.nodes[inode], !node.contentDirty else { return false }
+        guard let ticket = state.saving[inode] else { return true }
+        guard replica.hasSettled(ticket) else { return false }
+        state.saving[inode] = nil
+        return true
     }
 
     public func open(_ inode: Inode, mode: OpenMode) throws(FileSystemError) -> UInt64 {
@@ -426,25 +478,45 @@ extension NoteTree: FileSystem {
         }
     }
 
+    /// `close`: returns once the file's writes are committed to the replica (they
+    /// survive `kill -9` of the mount), waiting outside the tree's lock so that other
+    /// calls go on meanwhile, and sharing one commit with whatever else is queued.
     public func flush(_ inode: Inode, handle: UInt64) throws(FileSystemError) {
-        let saved = try locked { state throws(Failure) in
-            guard state.nodes[inode]?.contentDirty == true else { return false }
-            try persist(&state, inode)
-            return true
+        let ticket = try locked { state throws(Failure) in
+            guard state.nodes[inode]?.contentDirty == true else { return WriteTicket?.none }
+            return persistLater(&state, inode, waited: true)
         }
-        if saved { onLocalChange() }
+        guard let ticket else { return }
+        try waitForSave(ticket, of: inode)
+        onLocalChange()
     }
 
+    /// `fsync`: as `flush`, committed with `synchronous = FULL` (on disk, not only in
+    /// the operating system's cache).
     public func fsync(_ inode: Inode, handle: UInt64) throws(FileSystemError) {
-        let saved = try locked { state throws(Failure) in
-            guard state.nodes[inode]?.contentDirty == true else { return false }
-            try persist(&state, inode, durable: true)
-            return true
+        let ticket = try locked { state throws(Failure) in
+            guard state.nodes[inode]?.contentDirty == true else { return WriteTicket?.none }
+            return persistLater(&state, inode, durable: true, waited: true)
         }
-        if saved {
+        if let ticket {
+            try waitForSave(ticket, of: inode)
             onLocalChange()
         } else {
             do { try replica.makeDurable() } catch { throw Errno.of(error) }
+        }
+    }
+
+    private func waitForSave(_ ticket: WriteTicket, of inode: Inode) throws(FileSystemError) {
+        do {
+            try replica.wait(for: ticket)
+        } catch {
+            // Still in memory (an open file's content is never dropped): saved again on
+            // the next tick, or by the next close.
+            state.withLock { state in
+                if state.nodes[inode]?.content != nil { state.nodes[inode]!.contentDirty = true }
+                state.unsaved.insert(inode)
+            }
+            throw Errno.of(error)
         }
     }
 
@@ -458,10 +530,9 @@ extension NoteTree: FileSystem {
             var saved = false
             if node.openCount == 0 {
                 if node.contentDirty {
-                    saved = (try? persist(&state, inode)) != nil
-                    if !saved { state.unsaved.insert(inode) }
+                    saved = persistLater(&state, inode) != nil
                 }
-                Self.keepContent(&state, inode)
+                keepContent(&state, inode)
                 Self.dropIfUnused(&state, inode)
             }
             return saved
@@ -515,6 +586,8 @@ extension NoteTree: FileSystem {
             }
             return (saved, failed)
         }
+        // Saves and deletes queued by earlier calls are committed before the mount ends.
+        replica.waitForQueuedWrites()
         if saved > 0 { onLocalChange() }
         return failed
     }
@@ -526,7 +599,8 @@ extension NoteTree: FileSystem {
         let (saved, waiting) = state.withLock { state in
             var saved = 0
             for inode in state.unsaved {
-                guard let node = state.nodes[inode], node.contentDirty, node.openCount == 0 else {
+                // (A failed rename left no dirty content, only the name to save.)
+                guard let node = state.nodes[inode], node.recordKey != nil, node.openCount == 0 else {
                     state.unsaved.remove(inode)
                     continue
                 }
@@ -535,7 +609,13 @@ extension NoteTree: FileSystem {
                     saved += 1
                 }
             }
-            return (saved, state.unsaved.count)
+            for key in state.unsavedDeletes {
+                if state.index[key] != nil || (try? replica.deleteLocal(key)) != nil {
+                    state.unsavedDeletes.remove(key)
+                    saved += 1
+                }
+            }
+            return (saved, state.unsaved.count + state.unsavedDeletes.count)
         }
         if saved > 0 { onLocalChange() }
         return waiting
@@ -547,11 +627,16 @@ extension NoteTree: FileSystem {
     /// (release, truncate, rename): content held outside this count is what left the
     /// mount at 513 MB resident after fsstress. Scratch files keep theirs (they have
     /// nowhere else); open files are bounded by the 16 MiB a file may hold.
-    static func keepContent(_ state: inout State, _ inode: Inode) {
+    /// (Content whose save is still queued stays, counted, until it is committed.)
+    func keepContent(_ state: inout State, _ inode: Inode) {
         guard let node = state.nodes[inode], node.recordKey != nil, node.openCount == 0, var content = node.content else { return }
-        guard content.count <= keptContentLimit / 16 else {
-            if !node.contentDirty { state.nodes[inode]!.content = nil }
-            state.kept.remove(inode)
+        guard content.count <= Self.keptContentLimit / 16 else {
+            if mayDropContent(&state, inode) {
+                state.nodes[inode]!.content = nil
+                state.kept.remove(inode)
+            } else {
+                state.kept.insert(inode)
+            }
             return
         }
         // A buffer grown by appends can be twice its bytes: keep only what it holds.
@@ -561,13 +646,13 @@ extension NoteTree: FileSystem {
         }
         state.kept.insert(inode)
         let total = state.kept.reduce(0) { $0 + (state.nodes[$1]?.content?.count ?? 0) }
-        guard total > keptContentLimit else { return }
+        guard total > Self.keptContentLimit else { return }
         for old in Array(state.kept) {
             guard let kept = state.nodes[old], kept.content != nil else {
                 state.kept.remove(old)
                 continue
             }
-            if kept.openCount == 0 && !kept.contentDirty && kept.recordKey != nil {
+            if kept.openCount == 0 && kept.recordKey != nil && mayDropContent(&state, old) {
                 state.nodes[old]!.content = nil
                 state.kept.remove(old)
             }
@@ -605,7 +690,7 @@ extension NoteTree: FileSystem {
                     state.nodes[inode]!.content = nil
                     saved = true
                 }
-                Self.keepContent(&state, inode)
+                keepContent(&state, inode)
             }
             if let modified = changes.modified { state.nodes[inode]!.modified = modified }
             if let accessed = changes.accessed { state.nodes[inode]!.accessed = accessed }

@@ -6,6 +6,7 @@ public import NotesFS
 import NotesModel
 public import NotesReplica
 import Synchronization
+import Logging
 
 /// The file model of a mount: the folder tree of `private/` and `shared/`, built from
 /// the replica, changed by the kernel's calls (saved to the replica and queued for
@@ -33,6 +34,12 @@ public final class NoteTree: Sendable {
         /// Closed files whose save to the replica failed (its disk was full): their
         /// content waits in memory and is saved again on every tick.
         var unsaved: Set<Inode> = []
+        /// Files whose last save is queued in the replica's writer: their content stays
+        /// in memory until it is committed.
+        var saving: [Inode: WriteTicket] = [:]
+        /// Deletes the replica failed to record (its disk was full), tried again on
+        /// every tick.
+        var unsavedDeletes: Set<RecordKey> = []
         /// Handles opened with O_APPEND.
         var appending: Set<UInt64> = []
         /// Handles whose write went past the size limit: their file went back to what the
@@ -81,6 +88,7 @@ public final class NoteTree: Sendable {
     /// Called after every local change that the sync engine should upload.
     let onLocalChange: @Sendable () -> Void
     let kernel = Mutex<(any KernelCache)?>(nil)
+    let logger = Logger(label: "notes.mount.files")
 
     public init(account: String, replica: Replica, cacheDirectory: String, onLocalChange: @escaping @Sendable () -> Void) throws(ReplicaError) {
         self.account = account
@@ -373,6 +381,7 @@ public final class NoteTree: Sendable {
         state.nodes[inode] = nil
         state.awaitingParent.remove(inode)
         state.displaced[inode] = nil
+        state.saving[inode] = nil
         if let key = node.recordKey, state.index[key] == inode { state.index[key] = nil }
     }
 

@@ -28,7 +28,7 @@ extension Replica {
             row.shareID = server.shareID
             row.modifiedAt = Date().timeIntervalSince1970
             if let content { row.size = content.count }
-            row.dirty = nextDirty()
+            row.dirty = self.nextDirty()
             try Self.upsert(db, row, content: content)
             return row
         }
@@ -144,7 +144,7 @@ extension Replica {
         try write("rename \(key)") { db in
             guard var row = try Self.row(db, key), row.dirty == dirty else { return nil }
             row.name = name
-            row.dirty = nextDirty()
+            row.dirty = self.nextDirty()
             try db.execute(
                 sql: "UPDATE records SET name = ?, dirty = ? WHERE owner = ? AND zone = ? AND record_name = ?",
                 arguments: [name, row.dirty, key.zone.owner, key.zone.name, key.recordName])

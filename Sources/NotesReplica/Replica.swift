@@ -3,6 +3,16 @@ import Foundation
 import GRDB
 import Synchronization
 
+/// A write queued with `Replica`'s `…Later` methods.
+public struct WriteTicket: Sendable, Hashable {
+    let value: UInt64
+}
+
+/// Carries a write's result out of the transaction that ran it.
+final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}
+
 /// A failure of the local replica file.
 public struct ReplicaError: Error, Sendable, CustomStringConvertible {
     public var message: String
@@ -19,9 +29,13 @@ public struct ReplicaError: Error, Sendable, CustomStringConvertible {
 /// power loss too.
 public final class Replica: Sendable {
     let pool: DatabasePool
+    let writer: GroupCommit
     private let lastDirty: Mutex<Int64>
 
-    public init(path: String) throws(ReplicaError) {
+    /// - Parameter commitsInBackground: commit writes nobody waits for on a utility
+    ///   queue (a mount); without it they wait for the next read or waited write, which
+    ///   keeps a simulation deterministic.
+    public init(path: String, commitsInBackground: Bool = true) throws(ReplicaError) {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -35,6 +49,7 @@ public final class Replica: Sendable {
             try ReplicaLocation.ownerOnly(path)
             pool = try DatabasePool(path: path, configuration: configuration)
             try ReplicaMigrations.migrator.migrate(pool)
+            writer = GroupCommit(pool: pool, commitsInBackground: commitsInBackground)
             let maxDirty = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(dirty) FROM records") ?? 0 }
             lastDirty = Mutex(maxDirty)
         } catch {
@@ -57,24 +72,47 @@ public final class Replica: Sendable {
         }
     }
 
-    func write<T>(_ doing: String, durable: Bool = false, _ body: (Database) throws -> T) throws(ReplicaError) -> T {
-        do {
-            return try pool.writeWithoutTransaction { db in
-                if durable { try db.execute(sql: "PRAGMA synchronous = FULL") }
-                defer { if durable { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
-                var result: T?
-                try db.inTransaction {
-                    result = try body(db)
-                    return .commit
-                }
-                return result!
-            }
-        } catch {
-            throw Self.convert(error, doing)
-        }
+    /// Runs `body` in a write transaction, after every write queued before it, and
+    /// returns once it is committed (see `GroupCommit`).
+    func write<T>(_ doing: String, durable: Bool = false, _ body: @escaping @Sendable (Database) throws -> T) throws(ReplicaError) -> T {
+        let result = ResultBox<T>()
+        let ticket = writer.enqueue(doing, durable: durable) { db in result.value = try body(db) }
+        try writer.wait(ticket)
+        return result.value!
     }
 
+    /// Queues a write and returns at once; it runs after every write queued before it,
+    /// and before every write and read after it. Either `onFailure` hears of a failure,
+    /// or (without it) whoever calls `wait(for:)` does.
+    func writeLater(_ doing: String, durable: Bool = false, onFailure: (@Sendable (ReplicaError) -> Void)?, _ body: @escaping @Sendable (Database) throws -> Void) -> WriteTicket {
+        WriteTicket(value: writer.enqueue(doing, durable: durable, onFailure: onFailure, body))
+    }
+
+    /// Waits until a write queued with a `…Later` method is committed; throws its failure
+    /// if it was queued without `onFailure`.
+    public func wait(for ticket: WriteTicket) throws(ReplicaError) {
+        try writer.wait(ticket.value)
+    }
+
+    /// Whether a write queued with a `…Later` method is settled: committed, or failed
+    /// and its `onFailure` has run.
+    public func hasSettled(_ ticket: WriteTicket) -> Bool {
+        writer.hasSettled(ticket.value)
+    }
+
+    /// Drops the writes not committed yet, and every later one: a test's `kill -9`.
+    public func abandonQueuedWrites() {
+        writer.abandon()
+    }
+
+    /// Waits for every write queued so far.
+    public func waitForQueuedWrites() {
+        writer.waitForAll()
+    }
+
+    /// Reads after every write queued so far has run.
     func read<T>(_ doing: String, _ body: (Database) throws -> T) throws(ReplicaError) -> T {
+        writer.waitForAll()
         do {
             return try pool.read(body)
         } catch {
@@ -149,6 +187,33 @@ public final class Replica: Sendable {
     public func deleteLocal(_ key: RecordKey, durable: Bool = false) throws(ReplicaError) {
         let dirty = nextDirty()
         try write("delete \(key) in the replica", durable: durable) { db in
+            let arguments: StatementArguments = [key.zone.owner, key.zone.name, key.recordName]
+            try db.cachedStatement(sql: "UPDATE records SET deleted = 1, dirty = ?, content = NULL WHERE owner = ? AND zone = ? AND record_name = ?")
+                .execute(arguments: [dirty] + arguments)
+        }
+    }
+
+    /// `saveLocal` without waiting: the file model answers the kernel at once, and
+    /// whoever must know it is on disk (`close`, `fsync`) waits for the ticket.
+    public func saveLocalLater(
+        _ record: ReplicaRecord, content: [UInt8]?, durable: Bool = false, base: String? = nil,
+        onFailure: (@Sendable (ReplicaError) -> Void)?
+    ) -> WriteTicket {
+        var stored = record
+        stored.dirty = nextDirty()
+        stored.deleted = false
+        if let base { stored.changeTag = base }
+        let row = stored
+        return writeLater("save \(record.name) in the replica", durable: durable, onFailure: onFailure) { db in
+            try Self.upsert(db, row, content: content, keepTag: base == nil)
+        }
+    }
+
+    /// `deleteLocal` without waiting (unlink and rename answer the kernel at once).
+    @discardableResult
+    public func deleteLocalLater(_ key: RecordKey, onFailure: @escaping @Sendable (ReplicaError) -> Void) -> WriteTicket {
+        let dirty = nextDirty()
+        return writeLater("delete \(key) in the replica", onFailure: onFailure) { db in
             let arguments: StatementArguments = [key.zone.owner, key.zone.name, key.recordName]
             try db.cachedStatement(sql: "UPDATE records SET deleted = 1, dirty = ?, content = NULL WHERE owner = ? AND zone = ? AND record_name = ?")
                 .execute(arguments: [dirty] + arguments)

@@ -30,7 +30,8 @@ final class SimulatedMount {
     }
 
     func start() throws {
-        replica = try Replica(path: ReplicaLocation.path(in: folder, account: account))
+        // Queued writes commit at the next read or waited write, as the steps go.
+        replica = try Replica(path: ReplicaLocation.path(in: folder, account: account), commitsInBackground: false)
         // Uploads run when the simulation says so, not when a change asks.
         tree = try NoteTree(account: account, replica: replica, cacheDirectory: folder) {}
         var logger = Logger(label: "sim.\(label)")
@@ -38,8 +39,10 @@ final class SimulatedMount {
         engine = SyncEngine(client: service, replica: replica, tree: tree, logger: logger)
     }
 
-    /// `kill -9` and a new mount on the same replica.
+    /// `kill -9` and a new mount on the same replica: writes still queued (a rename or
+    /// delete answered a moment ago) are lost, as they would be.
     func restart() throws {
+        replica.abandonQueuedWrites()
         engine = nil
         tree = nil
         replica = nil

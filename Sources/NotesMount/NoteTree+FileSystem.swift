@@ -6,8 +6,9 @@ public import NotesFS
 import NotesModel
 import NotesReplica
 
-/// The kernel's calls. Each runs under the tree's lock; changes to records are saved to
-/// the replica before the call returns and then queued for upload.
+/// The kernel's calls. Each runs under the tree's lock; changes to records are queued in
+/// the replica's writer in the order they are made (see `GroupCommit`): `close` and
+/// `fsync` wait for their commit after leaving the lock, the rest answer at once.
 extension NoteTree: FileSystem {
     typealias Failure = FileSystemError
 

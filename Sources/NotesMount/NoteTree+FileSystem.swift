@@ -554,15 +554,6 @@ extension NoteTree: FileSystem {
         DispatchQueue.global().async { [self] in invalidate([.content(inode)]) }
     }
 
-    /// Whether the queued delete of `key` must wait: the record was removed a moment ago
-    /// and a new file may still take it back (see `sameNoteWindow`), or one already has
-    /// and has not been saved yet.
-    func holdsDelete(_ key: RecordKey) -> Bool {
-        state.withLock { state in
-            state.index[key] != nil || state.detached.values.contains { $0.record.key == key }
-        }
-    }
-
     /// At unmount, once the kernel can send nothing more: saves every file whose writes
     /// are still only in memory, open or closed. A RELEASE still queued when the session
     /// ended never arrives, so without this a write whose `close` had returned would be

@@ -119,24 +119,6 @@ extension NoteTree {
         })
     }
 
-    /// Records an editor moved aside and did not take back within `age` seconds: their
-    /// notes were really renamed away (or deleted), so they are deleted.
-    public func expireDetached(olderThan age: Double) -> [RecordKey] {
-        let now = Date().timeIntervalSince1970
-        let keys = state.withLock { state in
-            let expired = state.detached.filter { now - $0.value.since > age }
-            for name in expired.keys { state.detached[name] = nil }
-            // Names the wait held free go to the notes that want them.
-            Self.reclaimNames(&state)
-            return expired.values.filter { !$0.deletedInReplica && state.index[$0.record.key] == nil }.map(\.record.key)
-        }
-        invalidate(state.withLock { state in
-            defer { state.pendingInvalidations = [] }
-            return state.pendingInvalidations
-        })
-        return keys
-    }
-
     /// Where a record shows in the mount, relative to the mount's root (`private/plan.md`).
     public func path(of key: RecordKey) -> String? {
         guard let inode = state.withLock({ $0.index[key] }) else { return nil }

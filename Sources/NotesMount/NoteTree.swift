@@ -57,27 +57,6 @@ public final class NoteTree: Sendable {
     /// Most bytes of closed files' content kept in memory.
     static let keptContentLimit = 64 << 20
 
-    struct DetachedName: Hashable {
-        var parent: Inode
-        var name: String
-    }
-
-    struct DetachedRecord {
-        var record: ReplicaRecord
-        var since: Double
-        /// What the editor read, if older than the replica's version (see `Node.staleBase`).
-        var staleBase: String?
-        /// Removed with unlink: the replica has queued its delete already (held back
-        /// for `sameNoteWindow`), and a new file under the name takes it back.
-        var deletedInReplica = false
-    }
-
-    /// Seconds during which a file made under the name of a note that was just renamed
-    /// aside or removed in the same folder is that note again, with its record, share and
-    /// history: vim's backup-and-rename, GNU `mv` from another file system (unlink, then
-    /// create), and editors that save by deleting and rewriting.
-    public static let sameNoteWindow: Double = 2
-
     let state: Mutex<State>
     let replica: Replica
     /// The account the mount belongs to.
@@ -406,45 +385,6 @@ public final class NoteTree: Sendable {
     }
 
     func defaultZone() -> ZoneID { ZoneID(owner: account, name: ZoneID.defaultZoneName) }
-
-    /// What the account may do with a node: its own zones are its own; in others' it
-    /// has the permission of the share that covers the node.
-    static func access(_ state: State, _ inode: Inode, account: String) -> Access {
-        guard let node = state.nodes[inode] else { return .fixed }
-        switch node.kind {
-        case .root, .sharedRoot, .ownerFolder:
-            return .fixed
-        case .privateRoot:
-            return .owner
-        case .scratch:
-            return node.parent == 0 ? .owner : access(state, node.parent, account: account)
-        case .zoneFolder(let zone):
-            if zone.owner == account { return .owner }
-            let share = state.shares.values.first { $0.zone == zone && $0.isZoneWide }
-            return permission(share, account: account)
-        case .record(let key):
-            if key.zone.owner == account { return .owner }
-            return permission(node.shareID.flatMap { state.shares[$0] }, account: account)
-        }
-    }
-
-    static func permission(_ share: Share?, account: String) -> Access {
-        guard let share, let participant = share.participant(named: account), participant.status == .accepted else { return .readOnly }
-        return participant.permission == .readWrite ? .readWrite : .readOnly
-    }
-
-    /// A participant may not delete or move the root of a share it takes part in.
-    static func isShareRootForParticipant(_ state: State, _ inode: Inode, account: String) -> Bool {
-        guard let node = state.nodes[inode] else { return false }
-        switch node.kind {
-        case .record(let key):
-            return key.zone.owner != account && state.shares.values.contains { $0.zone == key.zone && $0.rootRecordName == key.recordName }
-        case .zoneFolder(let zone):
-            return zone.owner != account
-        default:
-            return false
-        }
-    }
 
     func attributes(_ node: Node, access: Access, subfolders: Int = 0) -> FileAttributes {
         let permissions: UInt32

@@ -64,14 +64,24 @@ struct FSBench: AsyncParsableCommand {
             let tmpfs = try Workload(folder: baseline, files: files, payload: payload, listings: listings, settle: {}).run()
             let processes = [mount.process.processIdentifier, daemon.process.processIdentifier]
             let notes = try Workload(folder: onMount, files: files, payload: payload, listings: listings, settle: { settle(processes) }).run()
+            // With the replica on disk, also a plain folder on that disk: what the disk
+            // itself costs (an fsync there is a real one, as in the replica).
+            var plain: [String: Double]?
+            if !label.hasSuffix("tmpfs") {
+                let folder = "\(work)/plain-folder"
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                plain = try Workload(folder: folder, files: files, payload: payload, listings: listings, settle: {}).run()
+            }
             print("\n\(label)")
-            print("phase".padding(toLength: 22, withPad: " ", startingAt: 0) + "tmpfs µs/op".leftPad(13) + "mount µs/op".leftPad(13) + "slowdown".leftPad(10) + "aim".leftPad(8))
+            print("phase".padding(toLength: 22, withPad: " ", startingAt: 0) + "tmpfs µs/op".leftPad(13) + "mount µs/op".leftPad(13) + "slowdown".leftPad(10) + "aim".leftPad(8)
+                + (plain == nil ? "" : "disk folder µs/op".leftPad(19) + "mount ÷ disk".leftPad(14)))
             for (phase, aim) in Workload.phases {
                 let base = tmpfs[phase]!, measured = notes[phase]!
                 let ratio = measured / base
+                let disk = plain.map { String(format: "%.2f", $0[phase]! * 1e6).leftPad(19) + String(format: "%.2f×", measured / $0[phase]!).leftPad(14) } ?? ""
                 print(phase.padding(toLength: 22, withPad: " ", startingAt: 0)
                     + String(format: "%.2f", base * 1e6).leftPad(13) + String(format: "%.2f", measured * 1e6).leftPad(13)
-                    + String(format: "%.2f×", ratio).leftPad(10) + String(format: "≤%.1f×", aim).leftPad(8) + (ratio <= aim ? "" : "  (above aim)"))
+                    + String(format: "%.2f×", ratio).leftPad(10) + String(format: "≤%.1f×", aim).leftPad(8) + disk + (ratio <= aim ? "" : "  (above aim)"))
             }
         }
 

@@ -197,7 +197,7 @@ extension NoteTree: FileSystem {
     private func remove(_ state: inout State, _ inode: Inode) throws(Failure) {
         if let key = state.nodes[inode]!.recordKey {
             let now = Date().timeIntervalSince1970
-            deleteLater(key)
+            deleteLater(&state, key)
             let node = state.nodes[inode]!
             if !node.isDirectory {
                 let record = ReplicaRecord(
@@ -272,6 +272,7 @@ extension NoteTree: FileSystem {
                 size: node.content?.count ?? 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: node.modified, modifiedBy: account)
             state.detached[DetachedName(parent: parent, name: name)] = DetachedRecord(record: record, since: now, staleBase: node.staleBase)
             state.index[key] = nil
+            Self.noteLocalChange(&state, key)
             node.kind = .scratch
         } else if !node.isDirectory && !toScratch {
             var identity: (key: RecordKey, type: RecordType?, share: String?, base: String?)?
@@ -317,7 +318,7 @@ extension NoteTree: FileSystem {
         if let existing {
             let replaced = state.nodes[existing]!
             if let key = replaced.recordKey {
-                deleteLater(key)
+                deleteLater(&state, key)
                 state.index[key] = nil
                 state.nodes[existing]!.kind = .scratch
             }
@@ -334,7 +335,7 @@ extension NoteTree: FileSystem {
         state.nodes[newParent]!.modified = now
         if node.recordKey != nil { _ = persistLater(&state, inode) }
         keepContent(&state, inode)
-        if let deleteAfter { deleteLater(deleteAfter) }
+        if let deleteAfter { deleteLater(&state, deleteAfter) }
     }
 
     // MARK: Content
@@ -357,6 +358,7 @@ extension NoteTree: FileSystem {
             state.nodes[inode]?.contentDirty = false
             return
         }
+        Self.noteLocalChange(&state, key)
         let size = node.content?.count ?? node.size
         // A node shown as `name (2)` (another held its name when it came) keeps its own name.
         let record = ReplicaRecord(
@@ -381,6 +383,7 @@ extension NoteTree: FileSystem {
             state.nodes[inode]?.contentDirty = false
             return nil
         }
+        Self.noteLocalChange(&state, key)
         let size = node.content?.count ?? node.size
         let record = ReplicaRecord(
             zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: state.displaced[inode] ?? node.name, parent: node.recordParent,
@@ -398,11 +401,12 @@ extension NoteTree: FileSystem {
 
     /// Queues a record's delete in the replica (unlink and rename answer at once); one
     /// the replica fails to record is tried again on every tick.
-    func deleteLater(_ key: RecordKey) {
+    func deleteLater(_ state: inout State, _ key: RecordKey) {
+        Self.noteLocalChange(&state, key)
         replica.deleteLocalLater(key) { [weak self] error in
             guard let self else { return }
             logger.error("could not record the delete of \(key.recordName) in the replica: \(error.message) It is tried again shortly.")
-            _ = state.withLock { $0.unsavedDeletes.insert(key) }
+            _ = self.state.withLock { $0.unsavedDeletes.insert(key) }
         }
     }
 

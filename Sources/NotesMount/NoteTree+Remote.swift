@@ -6,10 +6,32 @@ public import NotesReplica
 /// Changes that come from the server (through the sync engine), shown in the tree with
 /// the kernel's caches invalidated so that `cat`, editors and watchers see them.
 extension NoteTree {
-    /// Shows what the replica took from a page of the server's changes.
-    public func applyRemote(_ effects: RemoteEffects) {
+    /// The point in local changes the next `applyRemote(_:after:)` is measured from:
+    /// take it before the replica applies a page of the server's changes.
+    public func localMark() -> UInt64 {
+        state.withLock { $0.localSerial }
+    }
+
+    /// Shows what the replica took from a page of the server's changes. Records changed
+    /// here after `mark` (a rename or save made while the page was applied) are shown
+    /// as the replica holds them now, not as the page left them: otherwise a note
+    /// renamed a moment ago would go back to its old name (the exerciser under load:
+    /// `rename y.bin over x.bin` found no y.bin).
+    public func applyRemote(_ effects: RemoteEffects, after mark: UInt64? = nil) {
         var invalidations: [Invalidation] = []
         state.withLock { state in
+            var effects = effects
+            if let mark {
+                let local = Set((effects.updated.map(\.key) + effects.removed).filter { state.localChange[$0, default: 0] > mark })
+                if !local.isEmpty {
+                    // (One the tree does not show — deleted or moved aside here — is left
+                    // as the tree has it: a new file may take its record back any moment.)
+                    let shown = local.filter { state.index[$0] != nil }
+                    effects.updated = effects.updated.filter { !local.contains($0.key) } + ((try? replica.liveRecords(Array(shown))) ?? [])
+                    effects.removed = effects.removed.filter { !local.contains($0) }
+                }
+                state.localChange = state.localChange.filter { $0.value > mark }
+            }
             Self.place(&state, effects.updated, invalidations: &invalidations)
             for key in effects.removed { Self.removeRecordNode(&state, key, invalidations: &invalidations) }
             Self.reclaimNames(&state)

@@ -40,6 +40,10 @@ public final class NoteTree: Sendable {
         /// Deletes the replica failed to record (its disk was full), tried again on
         /// every tick.
         var unsavedDeletes: Set<RecordKey> = []
+        /// Counts local changes to records; `localChange` holds each record's last one,
+        /// so that a page of the server's changes read before it does not undo it.
+        var localSerial: UInt64 = 0
+        var localChange: [RecordKey: UInt64] = [:]
         /// Handles opened with O_APPEND.
         var appending: Set<UInt64> = []
         /// Handles whose write went past the size limit: their file went back to what the
@@ -105,6 +109,12 @@ public final class NoteTree: Sendable {
     }
 
     // MARK: Building blocks (all called with the lock held)
+
+    /// Notes a local change to `key` (see `localMark`).
+    static func noteLocalChange(_ state: inout State, _ key: RecordKey) {
+        state.localSerial += 1
+        state.localChange[key] = state.localSerial
+    }
 
     static func newLocalInode(_ state: inout State) -> Inode {
         state.nextLocalInode += 1

@@ -482,8 +482,9 @@ public final class SyncEngine: Sendable {
             case .failure(let error):
                 throw error
             }
+            let mark = tree.localMark()
             let effects = try replica.applyRemote(zone, records: page.records, deleted: page.deleted, token: page.changeToken, scope: scope)
-            tree.applyRemote(effects)
+            tree.applyRemote(effects, after: mark)
             if fromScratch { seen.formUnion(page.records.map(\.recordName)) }
             token = page.changeToken
             if !page.moreComing { break }

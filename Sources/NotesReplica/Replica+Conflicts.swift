@@ -164,6 +164,13 @@ extension Replica {
         }
     }
 
+    /// The rows of `keys` that are not deleted, as the replica holds them now.
+    public func liveRecords(_ keys: [RecordKey]) throws(ReplicaError) -> [ReplicaRecord] {
+        try read("read \(keys.count) records") { db in
+            try keys.compactMap { try Self.row(db, $0) }.filter { !$0.deleted }
+        }
+    }
+
     static func row(_ db: Database, _ key: RecordKey) throws -> ReplicaRecord? {
         try Row.fetchOne(
             db.cachedStatement(sql: "SELECT \(metadataColumns) FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),

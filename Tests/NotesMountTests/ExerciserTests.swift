@@ -29,13 +29,7 @@ struct ExerciserTests {
         var descriptors: [String: Int32] = [:]
         var history: [String] = []
         func fail(_ what: String) {
-            // Open (issue 14): about one run in eight, a read in the mount returns bytes of an
-            // earlier state while the sync engine works (single writer, no one else). Until
-            // it is found, such a run is reported as a known issue, with its seed and steps,
-            // instead of failing CI; every other check of the suite stays strict.
-            withKnownIssue("a read can return an earlier state while the mount syncs (open bug)", isIntermittent: true) {
-                Issue.record("seed \(seed): \(what)\nlast operations:\n\(history.suffix(15).joined(separator: "\n"))")
-            }
+            Issue.record("seed \(seed): \(what)\nlast operations:\n\(history.suffix(15).joined(separator: "\n"))")
         }
         func descriptor(_ name: String) -> Int32 {
             if let open = descriptors[name] { return open }

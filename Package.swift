@@ -27,7 +27,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
-        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.24.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.24.0"),
     ],
     targets: [
         // The record model and CloudKit sharing rules: pure Swift, no I/O.

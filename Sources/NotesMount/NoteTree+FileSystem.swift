@@ -69,7 +69,9 @@ extension NoteTree: FileSystem {
             let inode = try makeNode(&state, parent: parent, name: name, directory: false)
             state.nodes[inode]!.lookups += 1
             state.nodes[inode]!.openCount += 1
-            return (try attributes(state, inode), Self.newHandle(&state))
+            let handle = Self.newHandle(&state)
+            Self.countWriter(&state, inode, handle)
+            return (try attributes(state, inode), handle)
         }
         return result
     }
@@ -444,6 +446,7 @@ extension NoteTree: FileSystem {
             state.nodes[inode]!.openCount += 1
             let handle = Self.newHandle(&state)
             if mode.appends { state.appending.insert(handle) }
+            if mode.writes { Self.countWriter(&state, inode, handle) }
             return handle
         }
     }
@@ -526,9 +529,16 @@ extension NoteTree: FileSystem {
     }
 
     public func release(_ inode: Inode, handle: UInt64) {
-        let saved = state.withLock { state in
+        let uploadNow = state.withLock { state in
             state.appending.remove(handle)
             state.oversized.remove(handle)
+            // The last writer gone: a save held back while it was open may go now.
+            var lastWriter = false
+            if state.writingHandles.remove(handle) != nil {
+                let left = state.writers[inode, default: 1] - 1
+                state.writers[inode] = left > 0 ? left : nil
+                lastWriter = left <= 0
+            }
             guard var node = state.nodes[inode] else { return false }
             node.openCount = max(0, node.openCount - 1)
             state.nodes[inode] = node
@@ -540,9 +550,27 @@ extension NoteTree: FileSystem {
                 keepContent(&state, inode)
                 Self.dropIfUnused(&state, inode)
             }
-            return saved
+            return saved || lastWriter
         }
-        if saved { onLocalChange() }
+        if uploadNow { onLocalChange() }
+    }
+
+    static func countWriter(_ state: inout State, _ inode: Inode, _ handle: UInt64) {
+        state.writingHandles.insert(handle)
+        state.writers[inode, default: 0] += 1
+    }
+
+    /// Whether the upload of a saved file waits: it is still open for writing and was
+    /// changed less than `sameNoteWindow` ago. A shell's `>` saves twice (the dup'd
+    /// descriptor's close sends a FLUSH of the emptied file before anything is written):
+    /// without the wait, others could see the note empty for a moment. A file kept open
+    /// and written for longer goes up anyway.
+    func holdsSave(_ key: RecordKey) -> Bool {
+        let now = Date().timeIntervalSince1970
+        return state.withLock { state in
+            guard let inode = state.index[key], state.writers[inode] != nil, let node = state.nodes[inode] else { return false }
+            return now - node.modified < Self.sameNoteWindow
+        }
     }
 
     /// Drops what writes left in memory since the last save (the file reads as the replica

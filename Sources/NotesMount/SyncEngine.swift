@@ -205,7 +205,7 @@ public final class SyncEngine: Sendable {
                 rounds += 1
                 let batch = try replica.nextBatch(
                     limit: Limits.maxBatchItems, byteBudget: Limits.uploadBudgetBytes, skipping: stuck.withLock { $0 },
-                    holding: tree.holdsDelete, cost: Self.encodedSize)
+                    holding: { key, deleted in deleted ? self.tree.holdsDelete(key) : self.tree.holdsSave(key) }, cost: Self.encodedSize)
                 guard !batch.isEmpty else { return }
                 guard try await upload(batch) else { return }
             }

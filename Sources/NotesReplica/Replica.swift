@@ -260,13 +260,14 @@ public final class Replica: Sendable {
     /// (alone, if it is that large). Rows are read one at a time, so a queue of large
     /// files never sits in memory whole.
     ///
-    /// A delete that `holding` says to keep back (a file removed a moment ago may be made
-    /// again under its name as the same note, and then its delete must never reach
-    /// notesd) stops its zone: nothing of that zone behind it goes either, so that queue
-    /// order (children before their folder, a freed name before its next owner) holds on
-    /// the server. Other zones go on.
+    /// A change that `holding` (key, is a delete) says to keep back stops its zone:
+    /// nothing of that zone behind it goes either, so that queue order (children before
+    /// their folder, a freed name before its next owner) holds on the server. Other
+    /// zones go on. (A file removed a moment ago may be made again under its name as the
+    /// same note, and then its delete must never reach notesd; a file still open for
+    /// writing may be in the middle of being rewritten.)
     public func nextBatch(
-        limit: Int, byteBudget: Int, skipping: Set<RecordKey>, holding: (RecordKey) -> Bool,
+        limit: Int, byteBudget: Int, skipping: Set<RecordKey>, holding: (RecordKey, Bool) -> Bool,
         cost: @escaping ([UInt8]?, RecordType) -> Int
     ) throws(ReplicaError) -> [PendingChange] {
         try read("read the upload queue") { db in
@@ -278,7 +279,7 @@ public final class Replica: Sendable {
                 let change = Self.pendingChange(row)
                 guard !skipping.contains(change.record.key), !held.contains(change.record.zone) else { continue }
                 if let zone = batch.first?.record.zone, change.record.zone != zone { continue }
-                if change.record.deleted && holding(change.record.key) {
+                if holding(change.record.key, change.record.deleted) {
                     guard batch.isEmpty else { break }
                     held.insert(change.record.zone)
                     continue

@@ -29,7 +29,7 @@ import Testing
     }
 
     func batch(limit: Int = 400, budget: Int = 1 << 30, holding: @escaping (RecordKey) -> Bool = { _ in false }) throws -> [PendingChange] {
-        try replica.nextBatch(limit: limit, byteBudget: budget, skipping: [], holding: holding, cost: { content, _ in content?.count ?? 0 })
+        try replica.nextBatch(limit: limit, byteBudget: budget, skipping: [], holding: { key, deleted in deleted && holding(key) }, cost: { content, _ in content?.count ?? 0 })
     }
 
     @Test func theQueueGoesOutInOrderOneZoneAtATimeWithinItsBudget() throws {

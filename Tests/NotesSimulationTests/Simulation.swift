@@ -235,7 +235,7 @@ final class Simulation {
                 let waiting = ((try? mount.replica.waiting()) ?? []).map { "\($0.change) \($0.zone)/\($0.name)\($0.refusal.map { " (\($0))" } ?? "")" }
                 broken.append("\(mount.label): \(mount.queued) changes still queued: \(waiting)")
                 if ProcessInfo.processInfo.environment["NOTES_SIM_LOG"] != nil {
-                    let rows = ((try? mount.replica.nextBatch(limit: 10, byteBudget: 1 << 30, skipping: [], holding: { _ in false }, cost: { _, _ in 0 })) ?? [])
+                    let rows = ((try? mount.replica.nextBatch(limit: 10, byteBudget: 1 << 30, skipping: [], holding: { _, _ in false }, cost: { _, _ in 0 })) ?? [])
                     for row in rows {
                         let held = mount.tree.state.withLock { state in
                             "index \(state.index[row.record.key].map { "\($0) '\(state.nodes[$0]?.name ?? "?")' kind \(state.nodes[$0].map { "\($0.kind)" } ?? "?") attached \(state.nodes[$0]?.attached ?? false)" } ?? "-"), detached \(state.detached.filter { $0.value.record.key == row.record.key }.map { "\($0.key.name) deleted \($0.value.deletedInReplica)" })"

@@ -1,6 +1,6 @@
 import Foundation
 import NotesFS
-public import NotesModel
+import NotesModel
 public import NotesReplica
 
 /// The editor-save recogniser: a note renamed aside (vim's backup) or removed (GNU `mv`

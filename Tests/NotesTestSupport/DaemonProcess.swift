@@ -53,8 +53,12 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Waits for the socket, then for an answer. (Asking before the socket exists made
     /// the HTTP client back off and retry on its own until past this deadline, on a
     /// machine busy enough that notesd took seconds to start.)
+    ///
+    /// The deadline is generous: with the suite's simulation holding the test process's
+    /// two cooperative threads beside `stress-ng --cpu 2`, notesd was up and listening
+    /// while the probe's answer took over a minute to be read.
     public func waitUntilReady() async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .seconds(180)
         while ContinuousClock.now < deadline && !FileManager.default.fileExists(atPath: socket) && process.isRunning {
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -534,10 +534,9 @@ extension NoteTree: FileSystem {
             state.oversized.remove(handle)
             // The last writer gone: a save held back while it was open may go now.
             var lastWriter = false
-            if state.writingHandles.remove(handle) != nil {
-                let left = state.writers[inode, default: 1] - 1
-                state.writers[inode] = left > 0 ? left : nil
-                lastWriter = left <= 0
+            if state.writingHandles.remove(handle) != nil, let writers = state.writers[inode] {
+                lastWriter = writers.count <= 1
+                state.writers[inode] = lastWriter ? nil : (writers.count - 1, writers.since)
             }
             guard var node = state.nodes[inode] else { return false }
             node.openCount = max(0, node.openCount - 1)
@@ -557,19 +556,21 @@ extension NoteTree: FileSystem {
 
     static func countWriter(_ state: inout State, _ inode: Inode, _ handle: UInt64) {
         state.writingHandles.insert(handle)
-        state.writers[inode, default: 0] += 1
+        let writers = state.writers[inode] ?? (0, Date().timeIntervalSince1970)
+        state.writers[inode] = (writers.count + 1, writers.since)
     }
 
-    /// Whether the upload of a saved file waits: it is still open for writing and was
-    /// changed less than `sameNoteWindow` ago. A shell's `>` saves twice (the dup'd
-    /// descriptor's close sends a FLUSH of the emptied file before anything is written):
-    /// without the wait, others could see the note empty for a moment. A file kept open
-    /// and written for longer goes up anyway.
+    /// Whether the upload of a saved file waits: it has been open for writing for less
+    /// than `sameNoteWindow`. A shell's `>` saves twice (the dup'd descriptor's close
+    /// sends a FLUSH of the emptied file before anything is written): without the wait,
+    /// others could see the note empty for a moment. A file kept open for longer (a log
+    /// written line by line) goes up as it is saved; a held save holds its zone's queue
+    /// behind it, so the wait must stay short.
     func holdsSave(_ key: RecordKey) -> Bool {
         let now = Date().timeIntervalSince1970
         return state.withLock { state in
-            guard let inode = state.index[key], state.writers[inode] != nil, let node = state.nodes[inode] else { return false }
-            return now - node.modified < Self.sameNoteWindow
+            guard let inode = state.index[key], let writers = state.writers[inode] else { return false }
+            return now - writers.since < Self.sameNoteWindow
         }
     }
 

@@ -46,9 +46,9 @@ public final class NoteTree: Sendable {
         var localChange: [RecordKey: UInt64] = [:]
         /// Handles opened with O_APPEND.
         var appending: Set<UInt64> = []
-        /// Handles that may write, and how many each file has open.
+        /// Handles that may write, how many each file has open, and since when.
         var writingHandles: Set<UInt64> = []
-        var writers: [Inode: Int] = [:]
+        var writers: [Inode: (count: Int, since: Double)] = [:]
         /// Handles whose write went past the size limit: their file went back to what the
         /// replica holds, and every later write through them fails too, so that a `cp`
         /// that is too large leaves the note as it was rather than cut at 16 MiB.

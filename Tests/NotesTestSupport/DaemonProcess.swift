@@ -27,6 +27,27 @@ public final class DaemonProcess: @unchecked Sendable {
         return root.appendingPathComponent(".build/debug/notesd").path
     }
 
+    /// A TCP port free now, below Linux's ephemeral range (32768–60999), where the
+    /// suite's own outgoing connections take theirs: a random port there was once taken
+    /// by one of them ("Address already in use").
+    static func freePort() -> Int {
+        for _ in 0..<100 {
+            let candidate = Int.random(in: 10_000...32_000)
+            let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { continue }
+            defer { Glibc.close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(candidate).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if bound == 0 { return candidate }
+        }
+        return Int.random(in: 10_000...32_000)
+    }
+
     /// Starts a daemon and waits until it answers on its socket.
     public init(tcp: Bool = false, dataDir: String? = nil, arguments extra: [String] = []) async throws {
         self.extraArguments = extra
@@ -34,7 +55,7 @@ public final class DaemonProcess: @unchecked Sendable {
         self.dataDir = dataDir ?? "/tmp/nt-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: self.dataDir, withIntermediateDirectories: true)
         socket = "\(self.dataDir)/notesd.sock"
-        port = tcp ? Int.random(in: 20_000...60_000) : nil
+        port = tcp ? Self.freePort() : nil
         logPath = "\(self.dataDir)/notesd.log"
         process = Process()
         try start()

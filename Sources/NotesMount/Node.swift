@@ -46,9 +46,7 @@ struct Node {
     }
     var changed: Double
     var accessed: Double
-    /// The content while the file is open (or always, for scratch files).
-    var content: [UInt8]?
-    /// `content` holds writes not yet saved to the replica.
+    /// The tree's `contents` hold writes to this file not yet saved to the replica.
     var contentDirty = false
     /// The change tag of the content the kernel last got, and whether the server's
     /// content has replaced it since: a save made from that older read must build on it,

@@ -20,7 +20,7 @@ extension NoteTree: FileSystem {
         guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
         // A folder's link count is 2 plus one for each folder in it (each one's `..`).
         let subfolders = node.isDirectory ? node.children.values.reduce(0) { $0 + (state.nodes[$1]?.isDirectory == true ? 1 : 0) } : 0
-        return attributes(node, access: Self.access(state, inode, account: account), subfolders: subfolders)
+        return attributes(node, access: Self.access(state, inode, account: account), contentCount: state.contents.count(inode), subfolders: subfolders)
     }
 
     // MARK: Names
@@ -101,7 +101,6 @@ extension NoteTree: FileSystem {
         var inode: Inode
         if !directory && ScratchNames.isScratch(name) {
             inode = Self.newLocalInode(&state)
-            node.content = []
         } else if directory && parent == InodeNumbers.privateRoot {
             let zone = ZoneID(owner: account, name: name)
             do {
@@ -128,7 +127,6 @@ extension NoteTree: FileSystem {
                 node.shareID = folder.shareID ?? state.shares.values.first { $0.zone == zone && $0.isZoneWide }?.id
             }
             node.kind = .record(key)
-            node.content = directory ? nil : []
             node.contentDirty = !directory
             inode = InodeNumbers.record(key)
             if state.nodes[inode] != nil { inode = Self.newLocalInode(&state) }
@@ -137,8 +135,9 @@ extension NoteTree: FileSystem {
         node = Node(
             inode: inode, parent: parent, name: name, kind: node.kind, isDirectory: directory, recordType: node.recordType,
             shareID: node.shareID, recordParent: node.recordParent, modified: now, changed: now, accessed: now,
-            content: node.content, contentDirty: node.contentDirty)
+            contentDirty: node.contentDirty)
         state.nodes[inode] = node
+        state.contents.set(inode, directory ? nil : [])
         state.nodes[parent]!.children[name] = inode
         state.nodes[parent]!.modified = now
         return inode
@@ -210,8 +209,9 @@ extension NoteTree: FileSystem {
             }
             if state.index[key] == inode { state.index[key] = nil }
             // An open handle keeps reading what it had; the file is scratch from now on.
-            if state.nodes[inode]!.openCount > 0 && state.nodes[inode]!.content == nil {
-                state.nodes[inode]!.content = (try? replica.contentAndTag(of: key))?.0 ?? []
+            if state.nodes[inode]!.openCount > 0 && !state.contents.has(inode) {
+                state.contents.set(inode, (try? replica.contentAndTag(of: key))?.0 ?? [])
+                fitBudget(&state)
             }
             state.nodes[inode]!.kind = .scratch
         }
@@ -271,7 +271,7 @@ extension NoteTree: FileSystem {
             node = state.nodes[inode]!
             let record = ReplicaRecord(
                 zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: name, parent: node.recordParent,
-                size: node.content?.count ?? 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: node.modified, modifiedBy: account)
+                size: state.contents.count(inode) ?? 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: node.modified, modifiedBy: account)
             state.detached[DetachedName(parent: parent, name: name)] = DetachedRecord(record: record, since: now, staleBase: node.staleBase)
             state.index[key] = nil
             Self.noteLocalChange(&state, key)
@@ -340,106 +340,14 @@ extension NoteTree: FileSystem {
         if let deleteAfter { deleteLater(&state, deleteAfter) }
     }
 
-    // MARK: Content
-
-    func loadContent(_ state: inout State, _ inode: Inode) throws(Failure) {
-        guard let node = state.nodes[inode], node.content == nil, !node.isDirectory else { return }
-        var content: [UInt8] = []
-        var tag: String?
-        if let key = node.recordKey {
-            do { (content, tag) = try replica.contentAndTag(of: key) ?? ([], nil) } catch { throw Errno.of(error) }
-        }
-        state.nodes[inode]!.content = content
-        state.nodes[inode]!.seenTag = tag
-        state.nodes[inode]!.seenIsOutdated = false
-    }
-
-    /// Saves a record node to the replica (content too when it changed) and queues it.
-    func persist(_ state: inout State, _ inode: Inode, durable: Bool = false) throws(Failure) {
-        guard var node = state.nodes[inode], let key = node.recordKey else {
-            state.nodes[inode]?.contentDirty = false
-            return
-        }
-        Self.noteLocalChange(&state, key)
-        let size = node.content?.count ?? node.size
-        // A node shown as `name (2)` (another held its name when it came) keeps its own name.
-        let record = ReplicaRecord(
-            zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: state.displaced[inode] ?? node.name, parent: node.recordParent,
-            size: size, shareID: node.shareID, changeTag: nil, createdAt: node.changed, modifiedAt: node.modified, modifiedBy: account)
-        do {
-            try replica.saveLocal(record, content: node.contentDirty ? (node.content ?? []) : nil, durable: durable, base: node.contentDirty ? node.staleBase : nil)
-        } catch {
-            throw Errno.of(error)
-        }
-        node.size = size
-        node.contentDirty = false
-        state.nodes[inode] = node
-    }
-
-    /// `persist` without waiting for SQLite: the save is queued in the replica's writer
-    /// (in order with every other replica write) and the content stays in memory until
-    /// it is committed. Without `waited`, a failure marks the file unsaved (saved again
-    /// on every tick); with it, the caller waits for the ticket and handles the failure.
-    func persistLater(_ state: inout State, _ inode: Inode, durable: Bool = false, waited: Bool = false) -> WriteTicket? {
-        guard var node = state.nodes[inode], let key = node.recordKey else {
-            state.nodes[inode]?.contentDirty = false
-            return nil
-        }
-        Self.noteLocalChange(&state, key)
-        let size = node.content?.count ?? node.size
-        let record = ReplicaRecord(
-            zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: state.displaced[inode] ?? node.name, parent: node.recordParent,
-            size: size, shareID: node.shareID, changeTag: nil, createdAt: node.changed, modifiedAt: node.modified, modifiedBy: account)
-        var onFailure: (@Sendable (ReplicaError) -> Void)?
-        if !waited { onFailure = { @Sendable [weak self] (error: ReplicaError) -> Void in self?.saveFailed(inode, key: key, error) } }
-        let ticket = replica.saveLocalLater(
-            record, content: node.contentDirty ? (node.content ?? []) : nil, durable: durable, base: node.contentDirty ? node.staleBase : nil, onFailure: onFailure)
-        node.size = size
-        node.contentDirty = false
-        state.nodes[inode] = node
-        state.saving[inode] = ticket
-        return ticket
-    }
-
-    /// Queues a record's delete in the replica (unlink and rename answer at once); one
-    /// the replica fails to record is tried again on every tick.
-    func deleteLater(_ state: inout State, _ key: RecordKey) {
-        Self.noteLocalChange(&state, key)
-        replica.deleteLocalLater(key) { [weak self] error in
-            guard let self else { return }
-            logger.error("could not record the delete of \(key.recordName) in the replica: \(error.message) It is tried again shortly.")
-            _ = self.state.withLock { $0.unsavedDeletes.insert(key) }
-        }
-    }
-
-    /// A queued save failed: the file is saved again on every tick (its content is
-    /// still in memory: see `saving`).
-    func saveFailed(_ inode: Inode, key: RecordKey, _ error: ReplicaError) {
-        logger.error("could not save \(key.recordName) in the replica: \(error.message) It stays in memory and is saved again shortly.")
-        state.withLock { state in
-            guard let node = state.nodes[inode], node.recordKey == key else { return }
-            if node.content != nil { state.nodes[inode]!.contentDirty = true }
-            state.unsaved.insert(inode)
-        }
-    }
-
-    /// Whether a node's content may leave memory: nothing of it waits to be saved.
-    func mayDropContent(_ state: inout State, _ inode: Inode) -> Bool {
-        guard let node = state.nodes[inode], !node.contentDirty else { return false }
-        guard let ticket = state.saving[inode] else { return true }
-        guard replica.hasSettled(ticket) else { return false }
-        state.saving[inode] = nil
-        return true
-    }
-
     public func open(_ inode: Inode, mode: OpenMode) throws(FileSystemError) -> UInt64 {
         try locked { state throws(Failure) in
             guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
             guard !node.isDirectory else { throw Failure(EISDIR) }
             if mode.writes && !Self.access(state, inode, account: account).mayWrite { throw Failure(EACCES) }
             try loadContent(&state, inode)
-            if mode.truncates && !(state.nodes[inode]!.content?.isEmpty ?? true) {
-                state.nodes[inode]!.content = []
+            if mode.truncates && state.contents.count(inode) ?? 0 > 0 {
+                state.contents.set(inode, [])
                 state.nodes[inode]!.contentDirty = true
                 state.nodes[inode]!.modified = Date().timeIntervalSince1970
             }
@@ -455,9 +363,7 @@ extension NoteTree: FileSystem {
         try locked { state throws(Failure) in
             guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
             try loadContent(&state, inode)
-            let content = state.nodes[inode]!.content ?? []
-            guard offset < content.count else { return [] }
-            return Array(content[offset..<min(content.count, offset + size)])
+            return try state.contents.read(inode, offset: offset, size: size)
         }
     }
 
@@ -467,20 +373,18 @@ extension NoteTree: FileSystem {
             guard Self.access(state, inode, account: account).mayWrite else { throw Failure(EACCES) }
             try loadContent(&state, inode)
             if state.oversized.contains(handle) { throw Failure(EFBIG) }
-            var content = state.nodes[inode]!.content ?? []
-            let offset = state.appending.contains(handle) ? content.count : offset
+            let count = state.contents.count(inode) ?? 0
+            let offset = state.appending.contains(handle) ? count : offset
             let (end, overflow) = offset.addingReportingOverflow(bytes.count)
             if overflow || end > Limits.maxBodyBytes {
                 discardUnsavedContent(&state, inode)
                 state.oversized.insert(handle)
                 throw Failure(EFBIG)
             }
-            if end > content.count && !hasRoom(for: end - content.count) { throw Failure(ENOSPC) }
-            state.nodes[inode]!.content = nil
-            if content.count < end { content.append(contentsOf: repeatElement(0, count: end - content.count)) }
-            content.replaceSubrange(offset..<end, with: bytes)
-            state.nodes[inode]!.content = content
+            if end > count && !hasRoom(for: end - count) { throw Failure(ENOSPC) }
+            try state.contents.write(inode, offset: offset, bytes)
             state.nodes[inode]!.contentDirty = true
+            if end > count { fitBudget(&state) }
             state.nodes[inode]!.modified = Date().timeIntervalSince1970
             return bytes.count
         }
@@ -521,7 +425,7 @@ extension NoteTree: FileSystem {
             // Still in memory (an open file's content is never dropped): saved again on
             // the next tick, or by the next close.
             state.withLock { state in
-                if state.nodes[inode]?.content != nil { state.nodes[inode]!.contentDirty = true }
+                if state.contents.has(inode) { state.nodes[inode]!.contentDirty = true }
                 state.unsaved.insert(inode)
             }
             throw Errno.of(error)
@@ -572,19 +476,6 @@ extension NoteTree: FileSystem {
             guard let inode = state.index[key], let writers = state.writers[inode] else { return false }
             return now - writers.since < Self.sameNoteWindow
         }
-    }
-
-    /// Drops what writes left in memory since the last save (the file reads as the replica
-    /// holds it again), and has the kernel drop its pages of it: they hold those writes.
-    /// A file with no record behind it (a scratch file) has nothing to go back to and
-    /// becomes empty.
-    func discardUnsavedContent(_ state: inout State, _ inode: Inode) {
-        guard let node = state.nodes[inode], node.contentDirty else { return }
-        state.nodes[inode]!.content = node.recordKey == nil ? [] : nil
-        state.nodes[inode]!.contentDirty = false
-        // Not from inside this request: the kernel holds the pages of the write that is
-        // being answered, and invalidating them before the answer would wait for ever.
-        DispatchQueue.global().async { [self] in invalidate([.content(inode)]) }
     }
 
     /// At unmount, once the kernel can send nothing more: saves every file whose writes
@@ -646,44 +537,6 @@ extension NoteTree: FileSystem {
         return waiting
     }
 
-    /// Keeps a closed record's content in memory, `keptContentLimit` bytes for all of
-    /// them at most; past that, every clean one goes back to being read from the
-    /// replica. Called whenever a closed file's content may have been loaded or changed
-    /// (release, truncate, rename): content held outside this count is what left the
-    /// mount at 513 MB resident after fsstress. Scratch files keep theirs (they have
-    /// nowhere else); open files are bounded by the 16 MiB a file may hold.
-    /// (Content whose save is still queued stays, counted, until it is committed.)
-    func keepContent(_ state: inout State, _ inode: Inode) {
-        guard let node = state.nodes[inode], node.recordKey != nil, node.openCount == 0, var content = node.content else { return }
-        guard content.count <= Self.keptContentLimit / 16 else {
-            if mayDropContent(&state, inode) {
-                state.nodes[inode]!.content = nil
-                state.kept.remove(inode)
-            } else {
-                state.kept.insert(inode)
-            }
-            return
-        }
-        // A buffer grown by appends can be twice its bytes: keep only what it holds.
-        if content.capacity > content.count + content.count / 4 + 4_096 {
-            content = content.withUnsafeBufferPointer { Array($0) }
-            state.nodes[inode]!.content = content
-        }
-        state.kept.insert(inode)
-        let total = state.kept.reduce(0) { $0 + (state.nodes[$1]?.content?.count ?? 0) }
-        guard total > Self.keptContentLimit else { return }
-        for old in Array(state.kept) {
-            guard let kept = state.nodes[old], kept.content != nil else {
-                state.kept.remove(old)
-                continue
-            }
-            if kept.openCount == 0 && kept.recordKey != nil && mayDropContent(&state, old) {
-                state.nodes[old]!.content = nil
-                state.kept.remove(old)
-            }
-        }
-    }
-
     public func setAttributes(of inode: Inode, _ changes: AttributeChanges) throws(FileSystemError) -> FileAttributes {
         var saved = false
         let result = try locked { state throws(Failure) in
@@ -698,21 +551,18 @@ extension NoteTree: FileSystem {
                 guard !node.isDirectory else { throw Failure(EISDIR) }
                 if size > UInt64(Limits.maxBodyBytes) { throw Failure(EFBIG) }
                 try loadContent(&state, inode)
-                var content = state.nodes[inode]!.content ?? []
-                if content.count != Int(size) {
-                    if content.count > Int(size) {
-                        content.removeSubrange(Int(size)...)
-                    } else {
-                        content.append(contentsOf: repeatElement(0, count: Int(size) - content.count))
-                    }
-                    state.nodes[inode]!.content = content
+                let count = state.contents.count(inode) ?? 0
+                if count != Int(size) {
+                    if Int(size) > count && !hasRoom(for: Int(size) - count) { throw Failure(ENOSPC) }
+                    try state.contents.truncate(inode, to: Int(size))
+                    if Int(size) > count { fitBudget(&state) }
                     state.nodes[inode]!.contentDirty = true
                     state.nodes[inode]!.modified = Date().timeIntervalSince1970
                 }
                 // `truncate(1)` on a path may never open the file: save now.
                 if state.nodes[inode]!.openCount == 0 && state.nodes[inode]!.contentDirty {
                     try persist(&state, inode)
-                    state.nodes[inode]!.content = nil
+                    state.contents.remove(inode)
                     saved = true
                 }
                 keepContent(&state, inode)

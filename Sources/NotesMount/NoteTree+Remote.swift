@@ -66,7 +66,7 @@ extension NoteTree {
         invalidations.append(.entry(node.parent, node.name))
         invalidations.append(.content(node.parent))
         state.index[key] = nil
-        if node.openCount > 0 && node.content == nil { state.nodes[inode]!.content = [] }
+        if node.openCount > 0 && !state.contents.has(inode) { state.contents.set(inode, []) }
         state.nodes[inode]!.kind = .scratch
         detach(&state, inode)
     }

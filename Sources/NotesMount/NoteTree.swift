@@ -28,8 +28,10 @@ public final class NoteTree: Sendable {
         /// Names the kernel may have cached as missing that now exist (folders made on
         /// demand); drained after the lock by whoever changed the tree from outside.
         var pendingInvalidations: [Invalidation] = []
-        /// Closed files whose content stays in memory (`keptContentLimit` bytes in all):
-        /// opening them again reads no SQLite.
+        /// The bytes of files the mount holds (see `ContentCache`, and `contentBudget`).
+        var contents: ContentCache
+        /// Closed files whose content stays in memory (within `contentBudget`): opening
+        /// them again reads no SQLite.
         var kept: Set<Inode> = []
         /// Closed files whose save to the replica failed (its disk was full): their
         /// content waits in memory and is saved again on every tick.
@@ -61,8 +63,9 @@ public final class NoteTree: Sendable {
         var displaced: [Inode: String] = [:]
     }
 
-    /// Most bytes of closed files' content kept in memory.
-    static let keptContentLimit = 64 << 20
+    /// Most bytes of file content held in memory, open files included: past it, closed
+    /// files are dropped and open ones spilled to the cache directory (see `fitBudget`).
+    let contentBudget: Int
 
     let state: Mutex<State>
     let replica: Replica
@@ -76,14 +79,20 @@ public final class NoteTree: Sendable {
     let kernel = Mutex<(any KernelCache)?>(nil)
     let logger = Logger(label: "notes.mount.files")
 
-    public init(account: String, replica: Replica, cacheDirectory: String, onLocalChange: @escaping @Sendable () -> Void) throws(ReplicaError) {
+    /// - Parameter contentBudget: most bytes of file content held in memory (64 MiB
+    ///   unless a test wants to see the bound at work with less).
+    public init(
+        account: String, replica: Replica, cacheDirectory: String, contentBudget: Int = 64 << 20,
+        onLocalChange: @escaping @Sendable () -> Void
+    ) throws(ReplicaError) {
         self.account = account
+        self.contentBudget = contentBudget
         self.replica = replica
         self.cacheDirectory = cacheDirectory
         self.onLocalChange = onLocalChange
         uid = getuid()
         gid = getgid()
-        state = Mutex(State(account: account))
+        state = Mutex(State(account: account, contents: ContentCache(spillDirectory: cacheDirectory)))
         let loaded = try replica.load()
         let now = Date().timeIntervalSince1970
         state.withLock { state in
@@ -228,7 +237,7 @@ public final class NoteTree: Sendable {
             if let inode = state.index[key], var node = state.nodes[inode] {
                 if node.size != record.size || node.modified != record.modifiedAt {
                     invalidations.append(.content(inode))
-                    if node.openCount == 0 || !node.contentDirty { node.content = nil }
+                    if node.openCount == 0 || !node.contentDirty { state.contents.remove(inode) }
                     node.seenIsOutdated = true
                     // The next open looks the name up again, which gives the kernel the new
                     // size (it would otherwise put `>>` appends at the old end).
@@ -374,6 +383,8 @@ public final class NoteTree: Sendable {
         state.awaitingParent.remove(inode)
         state.displaced[inode] = nil
         state.saving[inode] = nil
+        state.contents.remove(inode)
+        state.kept.remove(inode)
         if let key = node.recordKey, state.index[key] == inode { state.index[key] = nil }
     }
 
@@ -399,14 +410,16 @@ public final class NoteTree: Sendable {
 
     func defaultZone() -> ZoneID { ZoneID(owner: account, name: ZoneID.defaultZoneName) }
 
-    func attributes(_ node: Node, access: Access, subfolders: Int = 0) -> FileAttributes {
+    /// - Parameter contentCount: the size of the content the mount holds, if any (it
+    ///   may differ from the record's while the file is written).
+    func attributes(_ node: Node, access: Access, contentCount: Int?, subfolders: Int = 0) -> FileAttributes {
         let permissions: UInt32
         switch access {
         case .owner, .readWrite: permissions = node.isDirectory ? 0o755 : 0o644
         case .readOnly, .fixed: permissions = node.isDirectory ? 0o555 : 0o444
         }
         return FileAttributes(
-            inode: node.inode, isDirectory: node.isDirectory, permissions: permissions, size: UInt64(node.content?.count ?? node.size),
+            inode: node.inode, isDirectory: node.isDirectory, permissions: permissions, size: UInt64(contentCount ?? node.size),
             linkCount: node.isDirectory ? 2 + UInt32(subfolders) : (node.attached ? 1 : 0), uid: uid, gid: gid,
             modified: node.modified, changed: node.changed, accessed: node.accessed)
     }

@@ -57,4 +57,52 @@ import Testing
         #expect(try names([]) == ["gone"])
         #expect(try names(["gone"]) == ["lost.md"])
     }
+
+    @Test func openFilesPastTheContentBudgetMoveToDiskAndReadBackWhole() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("budget-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let replica = try Replica(path: "\(folder)/alice.replica.sqlite")
+        let budget = 4 << 20
+        let tree = try NoteTree(account: "alice", replica: replica, cacheDirectory: folder, contentBudget: budget) {}
+        // Six writers of 3 MiB each, all open at once, written in 128 KiB pieces in turn
+        // (as four fsstress processes interleave): 18 MiB against a 4 MiB budget.
+        let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+        let files = try (0..<6).map { index in
+            let bytes = [UInt8](random.readData(ofLength: 3 << 20))
+            let (attributes, handle) = try tree.create(parent: 2, name: "big\(index).bin", mode: OpenMode(flags: O_WRONLY))
+            return (inode: attributes.inode, handle: handle, bytes: bytes)
+        }
+        let piece = 128 << 10
+        for offset in stride(from: 0, to: 3 << 20, by: piece) {
+            for file in files {
+                let written = try file.bytes[offset..<offset + piece].withUnsafeBytes { try tree.write(file.inode, handle: file.handle, offset: offset, bytes: $0) }
+                #expect(written == piece)
+                #expect(tree.residentContentBytes <= budget, "\(tree.residentContentBytes) bytes in memory after a write at \(offset)")
+            }
+        }
+        // A truncate of a spilled file, and a write past its end leaving a gap of zeros.
+        _ = try tree.setAttributes(of: files[0].inode, AttributeChanges(size: 1_000))
+        _ = try [UInt8](repeating: 7, count: 10).withUnsafeBytes { try tree.write(files[0].inode, handle: files[0].handle, offset: 2_000, bytes: $0) }
+        let first = Array(files[0].bytes[0..<1_000]) + [UInt8](repeating: 0, count: 1_000) + [UInt8](repeating: 7, count: 10)
+        #expect(try tree.read(files[0].inode, handle: files[0].handle, offset: 0, size: 1 << 20) == first)
+        #expect(try tree.attributes(of: files[0].inode).size == 2_010)
+        for file in files.dropFirst() {
+            #expect(try tree.read(file.inode, handle: file.handle, offset: 0, size: 4 << 20) == file.bytes)
+        }
+        for file in files {
+            try tree.flush(file.inode, handle: file.handle)
+            tree.release(file.inode, handle: file.handle)
+        }
+        #expect(tree.residentContentBytes <= budget)
+        let saved = try replica.load().records.filter { $0.name.hasPrefix("big") }.sorted { $0.name < $1.name }
+        #expect(saved.count == 6)
+        for (record, file) in zip(saved, files) {
+            let expected = record.name == "big0.bin" ? first : file.bytes
+            #expect(try replica.contentAndTag(of: record.key)?.0 == expected, "\(record.name) was not saved whole")
+        }
+        // Spill files are unlinked when made: nothing is left in the cache directory.
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix(".spill") }
+        #expect(left.isEmpty)
+    }
 }

@@ -69,8 +69,7 @@ extension NoteTree: FileSystem {
             let inode = try makeNode(&state, parent: parent, name: name, directory: false)
             state.nodes[inode]!.lookups += 1
             state.nodes[inode]!.openCount += 1
-            let handle = Self.newHandle(&state)
-            Self.countWriter(&state, inode, handle)
+            let handle = state.handles.open(inode, appends: mode.appends, writes: true, now: clock())
             return (try attributes(state, inode), handle)
         }
         return result
@@ -205,7 +204,7 @@ extension NoteTree: FileSystem {
                     zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: node.name, parent: node.recordParent,
                     size: 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: now, modifiedBy: account)
                 state.detached[DetachedName(parent: node.parent, name: node.name)] = DetachedRecord(
-                    record: record, since: now, staleBase: node.staleBase, deletedInReplica: true)
+                    record: record, since: clock(), staleBase: node.staleBase, deletedInReplica: true)
             }
             if state.index[key] == inode { state.index[key] = nil }
             // An open handle keeps reading what it had; the file is scratch from now on.
@@ -272,7 +271,7 @@ extension NoteTree: FileSystem {
             let record = ReplicaRecord(
                 zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: name, parent: node.recordParent,
                 size: state.contents.count(inode) ?? 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: node.modified, modifiedBy: account)
-            state.detached[DetachedName(parent: parent, name: name)] = DetachedRecord(record: record, since: now, staleBase: node.staleBase)
+            state.detached[DetachedName(parent: parent, name: name)] = DetachedRecord(record: record, since: clock(), staleBase: node.staleBase)
             state.index[key] = nil
             Self.noteLocalChange(&state, key)
             node.kind = .scratch
@@ -352,10 +351,7 @@ extension NoteTree: FileSystem {
                 state.nodes[inode]!.modified = Date().timeIntervalSince1970
             }
             state.nodes[inode]!.openCount += 1
-            let handle = Self.newHandle(&state)
-            if mode.appends { state.appending.insert(handle) }
-            if mode.writes { Self.countWriter(&state, inode, handle) }
-            return handle
+            return state.handles.open(inode, appends: mode.appends, writes: mode.writes, now: clock())
         }
     }
 
@@ -372,13 +368,13 @@ extension NoteTree: FileSystem {
             guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
             guard Self.access(state, inode, account: account).mayWrite else { throw Failure(EACCES) }
             try loadContent(&state, inode)
-            if state.oversized.contains(handle) { throw Failure(EFBIG) }
+            if state.handles.isOversized(handle) { throw Failure(EFBIG) }
             let count = state.contents.count(inode) ?? 0
-            let offset = state.appending.contains(handle) ? count : offset
+            let offset = state.handles.appends(handle) ? count : offset
             let (end, overflow) = offset.addingReportingOverflow(bytes.count)
             if overflow || end > Limits.maxBodyBytes {
                 discardUnsavedContent(&state, inode)
-                state.oversized.insert(handle)
+                state.handles.markOversized(handle)
                 throw Failure(EFBIG)
             }
             if end > count && !hasRoom(for: end - count) { throw Failure(ENOSPC) }
@@ -434,14 +430,8 @@ extension NoteTree: FileSystem {
 
     public func release(_ inode: Inode, handle: UInt64) {
         let uploadNow = state.withLock { state in
-            state.appending.remove(handle)
-            state.oversized.remove(handle)
             // The last writer gone: a save held back while it was open may go now.
-            var lastWriter = false
-            if state.writingHandles.remove(handle) != nil, let writers = state.writers[inode] {
-                lastWriter = writers.count <= 1
-                state.writers[inode] = lastWriter ? nil : (writers.count - 1, writers.since)
-            }
+            let lastWriter = state.handles.close(handle)
             guard var node = state.nodes[inode] else { return false }
             node.openCount = max(0, node.openCount - 1)
             state.nodes[inode] = node
@@ -458,12 +448,6 @@ extension NoteTree: FileSystem {
         if uploadNow { onLocalChange() }
     }
 
-    static func countWriter(_ state: inout State, _ inode: Inode, _ handle: UInt64) {
-        state.writingHandles.insert(handle)
-        let writers = state.writers[inode] ?? (0, Date().timeIntervalSince1970)
-        state.writers[inode] = (writers.count + 1, writers.since)
-    }
-
     /// Whether the upload of a saved file waits: it has been open for writing for less
     /// than `sameNoteWindow`. A shell's `>` saves twice (the dup'd descriptor's close
     /// sends a FLUSH of the emptied file before anything is written): without the wait,
@@ -471,10 +455,10 @@ extension NoteTree: FileSystem {
     /// written line by line) goes up as it is saved; a held save holds its zone's queue
     /// behind it, so the wait must stay short.
     func holdsSave(_ key: RecordKey) -> Bool {
-        let now = Date().timeIntervalSince1970
+        let now = clock()
         return state.withLock { state in
-            guard let inode = state.index[key], let writers = state.writers[inode] else { return false }
-            return now - writers.since < Self.sameNoteWindow
+            guard let inode = state.index[key], let since = state.handles.writingSince(inode) else { return false }
+            return now - since < Self.sameNoteWindow
         }
     }
 

@@ -33,7 +33,7 @@ extension NoteTree {
     /// Records an editor moved aside and did not take back within `age` seconds: their
     /// notes were really renamed away (or deleted), so they are deleted.
     public func expireDetached(olderThan age: Double) -> [RecordKey] {
-        let now = Date().timeIntervalSince1970
+        let now = clock()
         let keys = state.withLock { state in
             let expired = state.detached.filter { now - $0.value.since > age }
             for name in expired.keys { state.detached[name] = nil }

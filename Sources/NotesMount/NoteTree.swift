@@ -24,7 +24,7 @@ public final class NoteTree: Sendable {
         /// under the old name takes the record back (vim's backup-and-rename save).
         var detached: [DetachedName: DetachedRecord] = [:]
         var nextLocalInode: Inode = InodeNumbers.localBit
-        var nextHandle: UInt64 = 1
+        var handles = HandleTable()
         /// Names the kernel may have cached as missing that now exist (folders made on
         /// demand); drained after the lock by whoever changed the tree from outside.
         var pendingInvalidations: [Invalidation] = []
@@ -46,15 +46,6 @@ public final class NoteTree: Sendable {
         /// so that a page of the server's changes read before it does not undo it.
         var localSerial: UInt64 = 0
         var localChange: [RecordKey: UInt64] = [:]
-        /// Handles opened with O_APPEND.
-        var appending: Set<UInt64> = []
-        /// Handles that may write, how many each file has open, and since when.
-        var writingHandles: Set<UInt64> = []
-        var writers: [Inode: (count: Int, since: Double)] = [:]
-        /// Handles whose write went past the size limit: their file went back to what the
-        /// replica holds, and every later write through them fails too, so that a `cp`
-        /// that is too large leaves the note as it was rather than cut at 16 MiB.
-        var oversized: Set<UInt64> = []
         /// Records shown somewhere else than in their parent folder, which the tree does
         /// not hold (not yet, or no more): they move in when it arrives.
         var awaitingParent: Set<Inode> = []
@@ -77,15 +68,23 @@ public final class NoteTree: Sendable {
     /// Called after every local change that the sync engine should upload.
     let onLocalChange: @Sendable () -> Void
     let kernel = Mutex<(any KernelCache)?>(nil)
+    /// Seconds on the clock that times the same-note window and held saves: the wall
+    /// clock, or a test's own (file times stay on the wall clock: users see them).
+    let clock: @Sendable () -> Double
     let logger = Logger(label: "notes.mount.files")
 
-    /// - Parameter contentBudget: most bytes of file content held in memory (64 MiB
-    ///   unless a test wants to see the bound at work with less).
+    /// - Parameters:
+    ///   - contentBudget: most bytes of file content held in memory (64 MiB unless a
+    ///     test wants to see the bound at work with less).
+    ///   - clock: seconds, for the same-note window and held saves (the wall clock
+    ///     unless given).
     public init(
         account: String, replica: Replica, cacheDirectory: String, contentBudget: Int = 64 << 20,
+        clock: (@Sendable () -> Double)? = nil,
         onLocalChange: @escaping @Sendable () -> Void
     ) throws(ReplicaError) {
         self.account = account
+        self.clock = clock ?? { Date().timeIntervalSince1970 }
         self.contentBudget = contentBudget
         self.replica = replica
         self.cacheDirectory = cacheDirectory
@@ -131,11 +130,6 @@ public final class NoteTree: Sendable {
     static func newLocalInode(_ state: inout State) -> Inode {
         state.nextLocalInode += 1
         return state.nextLocalInode
-    }
-
-    static func newHandle(_ state: inout State) -> UInt64 {
-        state.nextHandle += 1
-        return state.nextHandle
     }
 
     /// The folder node that shows the root of `zone`, made on first use: `private/`

@@ -1,8 +1,9 @@
 import Foundation
 import NotesFS
 import NotesModel
-import NotesMount
+@testable import NotesMount
 import NotesReplica
+import Synchronization
 import Testing
 
 /// The file model alone (a replica and a `NoteTree`, no kernel, no daemon): pages of
@@ -104,5 +105,38 @@ import Testing
         // Spill files are unlinked when made: nothing is left in the cache directory.
         let left = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix(".spill") }
         #expect(left.isEmpty)
+    }
+
+    @Test func aNoteUnlinkedAndMadeAgainWithinTheWindowOfTheTreesClockIsTheSameNote() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("clock-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let replica = try Replica(path: "\(folder)/alice.replica.sqlite")
+        let now = Mutex(1_000.0)
+        let tree = try NoteTree(account: "alice", replica: replica, cacheDirectory: folder, clock: { now.withLock { $0 } }) {}
+        func save(_ text: String) throws -> String {
+            let (attributes, handle) = try tree.create(parent: 2, name: "plan.md", mode: OpenMode(flags: O_WRONLY))
+            _ = try Array(text.utf8).withUnsafeBytes { try tree.write(attributes.inode, handle: handle, offset: 0, bytes: $0) }
+            // Open for writing: its upload waits, for the window, on the tree's clock.
+            let record = String(decoding: try tree.extendedAttribute(of: attributes.inode, name: "user.notes.record"), as: UTF8.self)
+            let key = RecordKey(zone: ZoneID(owner: "alice", name: ZoneID.defaultZoneName), recordName: record)
+            #expect(tree.holdsSave(key))
+            now.withLock { $0 += 2.1 }
+            #expect(!tree.holdsSave(key), "a save was held past the window")
+            try tree.flush(attributes.inode, handle: handle)
+            tree.release(attributes.inode, handle: handle)
+            return record
+        }
+        let first = try save("one")
+        // GNU `mv` from another disk: unlink, then create; 1.9 s apart on the clock.
+        try tree.unlink(parent: 2, name: "plan.md")
+        now.withLock { $0 += 1.9 }
+        #expect(tree.expireDetached(olderThan: NoteTree.sameNoteWindow).isEmpty)
+        #expect(try save("two") == first, "made again within the window, the note lost its record")
+        // 2.1 s apart: the note was really deleted, and a new one takes the name.
+        try tree.unlink(parent: 2, name: "plan.md")
+        now.withLock { $0 += 2.1 }
+        _ = tree.expireDetached(olderThan: NoteTree.sameNoteWindow)
+        #expect(try save("three") != first, "made again after the window, the new file took the deleted note's record")
     }
 }

@@ -7,6 +7,7 @@ import NotesFS
 import NotesModel
 @testable import NotesMount
 import NotesReplica
+import Synchronization
 
 /// One mount of one account, without the kernel: its real replica file, file model and
 /// sync engine, driven through the same `FileSystem` calls libfuse makes. Killing it
@@ -16,12 +17,16 @@ final class SimulatedMount {
     let account: String
     let folder: String
     let service: StoreService
+    /// The simulation's clock, in seconds: the mount's same-note window and held saves
+    /// run on it, so that a seed replays the same way on a fast or a busy machine.
+    let clock: @Sendable () -> Double
     private(set) var replica: Replica!
     private(set) var tree: NoteTree!
     private(set) var engine: SyncEngine!
 
-    init(label: String, account: String, store: any RecordStore, folder: String) throws {
+    init(label: String, account: String, store: any RecordStore, folder: String, clock: @escaping @Sendable () -> Double) throws {
         self.label = label
+        self.clock = clock
         self.account = account
         self.folder = folder
         service = StoreService(store: store, actor: account)
@@ -33,7 +38,7 @@ final class SimulatedMount {
         // Queued writes commit at the next read or waited write, as the steps go.
         replica = try Replica(path: ReplicaLocation.path(in: folder, account: account), commitsInBackground: false)
         // Uploads run when the simulation says so, not when a change asks.
-        tree = try NoteTree(account: account, replica: replica, cacheDirectory: folder) {}
+        tree = try NoteTree(account: account, replica: replica, cacheDirectory: folder, clock: clock) {}
         var logger = Logger(label: "sim.\(label)")
         logger.logLevel = ProcessInfo.processInfo.environment["NOTES_SIM_LOG"] != nil ? .debug : .critical
         engine = SyncEngine(client: service, replica: replica, tree: tree, logger: logger)
@@ -175,4 +180,13 @@ final class SimulatedMount {
 
     /// Changes waiting in the replica's queue.
     var queued: Int { (try? replica.pendingCount()) ?? -1 }
+}
+
+/// Seconds that pass only when the simulation says so.
+final class SimulatedClock: Sendable {
+    private let seconds = Mutex<Double>(1_000_000)
+
+    func now() -> Double { seconds.withLock { $0 } }
+
+    func advance(by interval: Double) { seconds.withLock { $0 += interval } }
 }

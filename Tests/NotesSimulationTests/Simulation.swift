@@ -32,6 +32,8 @@ final class Simulation {
     /// What happened, one line a step, for the report of a failing seed.
     var log: [String] = []
     let team = ZoneID(owner: "alice", name: "Team")
+    /// The simulation's clock: a quarter of a second a step.
+    let clock = SimulatedClock()
 
     init(seed: UInt64) async throws {
         self.seed = seed
@@ -50,7 +52,7 @@ final class Simulation {
         ]), actor: "alice")
         for name in ["bob", "carol"] { _ = try await store.acceptShare(urlToken: share.urlToken, actor: name) }
         for (label, account) in [("alice-1", "alice"), ("alice-2", "alice"), ("bob", "bob"), ("carol", "carol")] {
-            mounts.append(try SimulatedMount(label: label, account: account, store: store, folder: "\(folder)/\(label)"))
+            mounts.append(try SimulatedMount(label: label, account: account, store: store, folder: "\(folder)/\(label)", clock: { [clock] in clock.now() }))
         }
         for mount in mounts { await mount.engine.fetchAll() }
     }
@@ -71,6 +73,7 @@ final class Simulation {
     // MARK: Steps
 
     func step(_ index: Int) async throws {
+        clock.advance(by: 0.25)
         let mount = pick(mounts)
         let roll = random.next() % 100
         if roll < 60 {

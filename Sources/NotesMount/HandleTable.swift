@@ -1,0 +1,53 @@
+import NotesFS
+
+/// The kernel's open file handles: what each was opened for, and, per file, how many
+/// handles may write to it and since when (a save is held while a file is being
+/// written: see `NoteTree.holdsSave`).
+///
+/// Not thread-safe: it lives in the tree's state, under the tree's lock.
+struct HandleTable {
+    struct Handle {
+        let inode: Inode
+        /// O_APPEND: every write goes to the end of the file as the mount holds it.
+        let appends: Bool
+        let writes: Bool
+        /// A write through it went past the size limit: the file went back to what the
+        /// replica holds, and every later write through it fails too, so that a `cp`
+        /// that is too large leaves the note as it was rather than cut at 16 MiB.
+        var oversized = false
+    }
+
+    private var last: UInt64 = 1
+    private var handles: [UInt64: Handle] = [:]
+    private var writers: [Inode: (count: Int, since: Double)] = [:]
+
+    /// A new handle on `inode`; `now` on the tree's clock.
+    mutating func open(_ inode: Inode, appends: Bool, writes: Bool, now: Double) -> UInt64 {
+        last += 1
+        handles[last] = Handle(inode: inode, appends: appends, writes: writes)
+        if writes {
+            let current = writers[inode] ?? (0, now)
+            writers[inode] = (current.count + 1, current.since)
+        }
+        return last
+    }
+
+    /// Forgets a handle. Returns whether it was the last one writing to its file.
+    mutating func close(_ handle: UInt64) -> Bool {
+        guard let closed = handles.removeValue(forKey: handle), closed.writes, let current = writers[closed.inode] else { return false }
+        let last = current.count <= 1
+        writers[closed.inode] = last ? nil : (current.count - 1, current.since)
+        return last
+    }
+
+    func appends(_ handle: UInt64) -> Bool { handles[handle]?.appends ?? false }
+
+    func isOversized(_ handle: UInt64) -> Bool { handles[handle]?.oversized ?? false }
+
+    mutating func markOversized(_ handle: UInt64) { handles[handle]?.oversized = true }
+
+    /// When the first of the handles now writing to `inode` was opened; `nil` when none is.
+    func writingSince(_ inode: Inode) -> Double? { writers[inode]?.since }
+
+    var openCount: Int { handles.count }
+}

@@ -493,7 +493,8 @@ extension NoteTree: FileSystem {
     }
 
     /// Saves again what could not be saved when it was closed (the replica's disk was
-    /// full). Returns how many files are still waiting.
+    /// full), and holds content to its budget again. Called every second. Returns how
+    /// many files are still waiting.
     @discardableResult
     public func saveUnsaved() -> Int {
         let (saved, waiting) = state.withLock { state in
@@ -515,6 +516,9 @@ extension NoteTree: FileSystem {
                     saved += 1
                 }
             }
+            // Content kept while its save was queued goes now that it is committed (under
+            // load, closed files outlived the budget until something else was opened).
+            fitBudget(&state)
             return (saved, state.unsaved.count + state.unsavedDeletes.count)
         }
         if saved > 0 { onLocalChange() }

@@ -35,10 +35,16 @@ struct MemoryBoundTests {
         let run = Shell.run(script, in: folder)
         #expect(run.status == 0, "\(run)")
         #expect(await queueDrained(people.aliceMount, 120))
-        let after = Self.resident(pid)
+        // The bound: 64 MiB of content over what the mount held before, with room for
+        // one file in flight and the allocator's slack. Content kept while its save was
+        // still queued (a busy machine) leaves within a tick of the commit: the mount
+        // gets a few seconds to come back under it.
+        var after = Self.resident(pid)
+        _ = await eventually(15) {
+            after = Self.resident(pid)
+            return after.rss - before.rss < 64 + 48
+        }
         print("mount memory: \(before.rss) MB resident before, \(after.rss) MB after (peak \(after.peak) MB) for 96 MiB of files")
-        // The bound: 64 MiB of kept content over what the mount held before, with room
-        // for one file in flight and the allocator's slack.
         #expect(after.rss - before.rss < 64 + 48, "the mount grew from \(before.rss) to \(after.rss) MB resident")
     }
 }

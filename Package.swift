@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.24.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.25.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
     ],
     targets: [
         // The record model and CloudKit sharing rules: pure Swift, no I/O.
@@ -45,6 +47,18 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Persistence on PostgreSQL (postgres-nio): connection pool, versioned migrations,
+        // and (as it grows) the same `RecordStore` as the SQLite one.
+        .target(
+            name: "NotesPostgres",
+            dependencies: [
+                "NotesModel",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -166,7 +180,7 @@ let package = Package(
         .testTarget(name: "NotesReplicaTests", dependencies: ["NotesModel", "NotesReplica"], swiftSettings: strictSettings),
         .testTarget(
             name: "NotesStoreTests",
-            dependencies: ["NotesModel", "NotesStore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["NotesModel", "NotesStore", "NotesPostgres", "NotesTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         // Real notesd and mount processes for the tests of every target that needs them.

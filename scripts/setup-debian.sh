@@ -6,7 +6,7 @@ if ! command -v swift >/dev/null 2>&1; then
     echo "setup: swift is not on PATH. Install Swift 6.x (swift.org) and add its usr/bin to PATH." >&2
     exit 1
 fi
-packages=(libsqlite3-dev sqlite3 curl systemd libfuse3-dev fuse3 attr vim python3 python3-venv libcmark-gfm-dev libcmark-gfm-extensions-dev libgit2-dev chromium)
+packages=(libsqlite3-dev sqlite3 curl systemd libfuse3-dev fuse3 attr vim python3 python3-venv libcmark-gfm-dev libcmark-gfm-extensions-dev libgit2-dev chromium postgresql)
 missing=()
 for package in "${packages[@]}"; do
     dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -30,7 +30,7 @@ public final class DaemonProcess: @unchecked Sendable {
     /// A TCP port free now, below Linux's ephemeral range (32768–60999), where the
     /// suite's own outgoing connections take theirs: a random port there was once taken
     /// by one of them ("Address already in use").
-    static func freePort() -> Int {
+    public static func freePort() -> Int {
         for _ in 0..<100 {
             let candidate = Int.random(in: 10_000...32_000)
             let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

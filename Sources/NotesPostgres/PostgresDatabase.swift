@@ -1,0 +1,140 @@
+public import Logging
+public import NotesModel
+import PostgresNIO
+
+/// One notesd's connections to a PostgreSQL database: postgres-nio's pool, kept running
+/// by `run()` (under the daemon's `ServiceGroup`), with a statement timeout on every
+/// connection and the schema migrated once, whichever instance starts first.
+public final class PostgresDatabase: Sendable {
+    public let location: PostgresLocation
+    let client: PostgresClient
+    let logger: Logger
+
+    /// Most connections this instance opens (PostgreSQL's own default limit is 100, for
+    /// all instances together).
+    public static let defaultMaximumConnections = 20
+    /// A statement running longer than this is cancelled by the server, so that a stuck
+    /// query cannot hold a connection and its locks for ever.
+    public static let defaultStatementTimeout: Duration = .seconds(30)
+
+    public init(
+        _ location: PostgresLocation, maximumConnections: Int = defaultMaximumConnections,
+        statementTimeout: Duration = defaultStatementTimeout, logger: Logger = Logger(label: "notes.postgres")
+    ) {
+        self.location = location
+        self.logger = logger
+        var configuration = location.clientConfiguration()
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.connectTimeout = .seconds(10)
+        let milliseconds = statementTimeout.components.seconds * 1_000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
+        configuration.options.additionalStartupParameters = [
+            ("statement_timeout", "\(milliseconds)"),
+            ("application_name", "notesd"),
+        ]
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+    }
+
+    /// Runs the pool until the task is cancelled; every query waits for this to run.
+    public func run() async {
+        await client.run()
+    }
+
+    // MARK: Migrations
+
+    /// Applies the migrations the database lacks, each in its own transaction, under an
+    /// advisory lock (two instances starting together migrate once). Refuses a database
+    /// that a newer notesd has migrated past what this binary knows.
+    /// - Returns: the versions applied now.
+    @discardableResult
+    public func migrate() async throws(NotesError) -> [Int] {
+        do {
+            // Under the lock too: two instances creating the table at once collide
+            // in PostgreSQL's catalogue even with IF NOT EXISTS.
+            _ = try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+                return try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                    """, logger: logger)
+            }
+            var applied: [Int] = []
+            for migration in PostgresMigrations.all {
+                let done: Bool = try await client.withTransaction(logger: logger) { connection in
+                    try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+                    let newest = try await Self.schemaVersion(connection, logger: logger)
+                    if newest > PostgresMigrations.latest { throw Self.tooNew(newest) }
+                    if newest >= migration.version { return false }
+                    for statement in PostgresMigrations.statements(migration.sql) {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await connection.query(
+                        "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
+                    return true
+                }
+                if done {
+                    logger.info("database migrated", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+                    applied.append(migration.version)
+                }
+            }
+            if applied.isEmpty {
+                let newest = try await schemaVersion()
+                if newest > PostgresMigrations.latest { throw Self.tooNew(newest) }
+            }
+            return applied
+        } catch {
+            throw convert(error, doing: "migrate the database at \(location)")
+        }
+    }
+
+    /// The newest migration applied (0 for an empty database).
+    public func schemaVersion() async throws(NotesError) -> Int {
+        do {
+            return try await client.withConnection { connection in try await Self.schemaVersion(connection, logger: logger) }
+        } catch {
+            throw convert(error, doing: "read the schema version of \(location)")
+        }
+    }
+
+    static func schemaVersion(_ connection: PostgresConnection, logger: Logger) async throws -> Int {
+        let rows = try await connection.query(
+            "SELECT COALESCE(MAX(version), 0)::INTEGER FROM schema_migrations", logger: logger)
+        for try await version in rows.decode(Int.self) { return version }
+        return 0
+    }
+
+    /// The key of the advisory lock that migrations take (any fixed number of our own).
+    static let migrationLock: Int64 = 0x6E6F_7465_7364   // "notesd"
+
+    static func tooNew(_ version: Int) -> NotesError {
+        NotesError(
+            .serviceUnavailable,
+            "The database is at schema version \(version), newer than this notesd knows (\(PostgresMigrations.latest)): a newer notesd has used it. Run that version, or restore a backup made before the upgrade.")
+    }
+
+    // MARK: Errors
+
+    /// The one place where driver errors become `NotesError`.
+    func convert(_ error: any Error, doing what: String) -> NotesError {
+        if let error = error as? NotesError { return error }
+        if let error = error as? PostgresTransactionError {
+            if let inner = error.closureError { return convert(inner, doing: what) }
+            if let inner = error.beginError ?? error.commitError { return convert(inner, doing: what) }
+        }
+        if let error = error as? PSQLError {
+            switch error.serverInfo?[.sqlState] {
+            case "23505": return NotesError(.constraintViolation, "That name is already taken.")
+            case "23503": return NotesError(.invalidArguments, "The request refers to something that does not exist.")
+            case "57014": return NotesError(.serviceUnavailable, "The database took too long to answer; try again.")
+            case "53100": return NotesError(.serviceUnavailable, "The database server's disk is full; free space and try again.")
+            case "40001", "40P01": return NotesError(.serviceUnavailable, "The database is busy; try again.")
+            default: break
+            }
+            if error.code == .connectionError || error.code == .serverClosedConnection || error.code == .clientClosedConnection {
+                logger.error("database unreachable", metadata: ["error": "\(String(reflecting: error))"])
+                return NotesError(.serviceUnavailable, "Cannot reach the database at \(location) to \(what); check that PostgreSQL is running.")
+            }
+        }
+        logger.error("storage fault", metadata: ["error": "\(String(reflecting: error))", "doing": "\(what)"])
+        return NotesError(.internalError, "The server failed to \(what); the error is in its log.")
+    }
+}

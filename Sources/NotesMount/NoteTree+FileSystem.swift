@@ -120,7 +120,7 @@ extension NoteTree: FileSystem {
                 node.recordParent = parentRecord
                 node.shareID = taken.record.shareID
             } else {
-                key = RecordKey(zone: zone, recordName: UUID().uuidString.lowercased())
+                key = RecordKey(zone: zone, recordName: newRecordName())
                 node.recordType = directory ? .folder : Self.recordType(forName: name)
                 node.recordParent = parentRecord
                 node.shareID = folder.shareID ?? state.shares.values.first { $0.zone == zone && $0.isZoneWide }?.id
@@ -303,7 +303,7 @@ extension NoteTree: FileSystem {
             } else if node.kind == .scratch {
                 try loadContent(&state, inode)
                 node = state.nodes[inode]!
-                let key = RecordKey(zone: destination.zone, recordName: UUID().uuidString.lowercased())
+                let key = RecordKey(zone: destination.zone, recordName: newRecordName())
                 node.kind = .record(key)
                 node.recordType = Self.recordType(forName: newName)
                 node.recordParent = destination.parent

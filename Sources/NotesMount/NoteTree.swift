@@ -71,6 +71,9 @@ public final class NoteTree: Sendable {
     /// Seconds on the clock that times the same-note window and held saves: the wall
     /// clock, or a test's own (file times stay on the wall clock: users see them).
     let clock: @Sendable () -> Double
+    /// Names for new records: random UUIDs, or a simulation's seeded ones (so that a
+    /// seed replays the same way: the order of records in tables follows their names).
+    let newRecordName: @Sendable () -> String
     let logger = Logger(label: "notes.mount.files")
 
     /// - Parameters:
@@ -78,13 +81,15 @@ public final class NoteTree: Sendable {
     ///     test wants to see the bound at work with less).
     ///   - clock: seconds, for the same-note window and held saves (the wall clock
     ///     unless given).
+    ///   - recordNames: names for new records (random UUIDs unless given).
     public init(
         account: String, replica: Replica, cacheDirectory: String, contentBudget: Int = 64 << 20,
-        clock: (@Sendable () -> Double)? = nil,
+        clock: (@Sendable () -> Double)? = nil, recordNames: (@Sendable () -> String)? = nil,
         onLocalChange: @escaping @Sendable () -> Void
     ) throws(ReplicaError) {
         self.account = account
         self.clock = clock ?? { Date().timeIntervalSince1970 }
+        newRecordName = recordNames ?? { UUID().uuidString.lowercased() }
         self.contentBudget = contentBudget
         self.replica = replica
         self.cacheDirectory = cacheDirectory

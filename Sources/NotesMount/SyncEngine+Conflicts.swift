@@ -79,7 +79,7 @@ extension SyncEngine {
         let content = change.content ?? []
         let now = Date()
         let copy = ReplicaRecord(
-            zone: zone, recordName: UUID().uuidString.lowercased(), recordType: local.recordType,
+            zone: zone, recordName: tree.newRecordName(), recordType: local.recordType,
             name: ConflictNames.name(for: local.name, account: tree.account, at: now, taken: try replica.names(in: zone, parent: parent)),
             parent: parent, size: content.count, shareID: shareID, changeTag: nil,
             createdAt: now.timeIntervalSince1970, modifiedAt: now.timeIntervalSince1970, modifiedBy: tree.account)

@@ -50,25 +50,25 @@ public final class PostgresDatabase: Sendable {
         do {
             // Under the lock too: two instances creating the table at once collide
             // in PostgreSQL's catalogue even with IF NOT EXISTS.
-            _ = try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
-                return try await connection.query("""
+            try await client.withTransaction(logger: logger) { connection in
+                try await Self.lockForMigrations(connection, logger: logger)
+                try await Self.execute("""
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
-                    """, logger: logger)
+                    """, on: connection, logger: logger)
             }
             var applied: [Int] = []
             for migration in PostgresMigrations.all {
                 let done: Bool = try await client.withTransaction(logger: logger) { connection in
-                    try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+                    try await Self.lockForMigrations(connection, logger: logger)
                     let newest = try await Self.schemaVersion(connection, logger: logger)
                     if newest > PostgresMigrations.latest { throw Self.tooNew(newest) }
                     if newest >= migration.version { return false }
                     for statement in PostgresMigrations.statements(migration.sql) {
-                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                        try await Self.execute(PostgresQuery(unsafeSQL: statement), on: connection, logger: logger)
                     }
-                    try await connection.query(
-                        "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
+                    try await Self.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))", on: connection, logger: logger)
                     return true
                 }
                 if done {
@@ -100,6 +100,20 @@ public final class PostgresDatabase: Sendable {
             "SELECT COALESCE(MAX(version), 0)::INTEGER FROM schema_migrations", logger: logger)
         for try await version in rows.decode(Int.self) { return version }
         return 0
+    }
+
+    /// Runs a statement and reads its answer to the end: postgres-nio reports a failure
+    /// (a timeout, a lock not granted) only as the rows are read, and a statement whose
+    /// rows nobody read would fail the next one instead, as "transaction aborted".
+    static func execute(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws {
+        for try await _ in try await connection.query(query, logger: logger) {}
+    }
+
+    /// Takes the migrations' lock for the transaction. Migrations may take long on a big
+    /// database, and another instance may wait for them: no statement timeout here.
+    static func lockForMigrations(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await execute("SET LOCAL statement_timeout = 0", on: connection, logger: logger)
+        try await execute("SELECT pg_advisory_xact_lock(\(migrationLock))", on: connection, logger: logger)
     }
 
     /// The key of the advisory lock that migrations take (any fixed number of our own).

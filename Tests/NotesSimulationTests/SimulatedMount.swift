@@ -20,6 +20,9 @@ final class SimulatedMount {
     /// The simulation's clock, in seconds: the mount's same-note window and held saves
     /// run on it, so that a seed replays the same way on a fast or a busy machine.
     let clock: @Sendable () -> Double
+    /// Counts the records this mount made: their names are `<label>-<n>`, the same on
+    /// every run of a seed, and never the same as another mount's.
+    private let names = RecordNames()
     private(set) var replica: Replica!
     private(set) var tree: NoteTree!
     private(set) var engine: SyncEngine!
@@ -38,7 +41,7 @@ final class SimulatedMount {
         // Queued writes commit at the next read or waited write, as the steps go.
         replica = try Replica(path: ReplicaLocation.path(in: folder, account: account), commitsInBackground: false)
         // Uploads run when the simulation says so, not when a change asks.
-        tree = try NoteTree(account: account, replica: replica, cacheDirectory: folder, clock: clock) {}
+        tree = try NoteTree(account: account, replica: replica, cacheDirectory: folder, clock: clock, recordNames: { [names, label] in names.next(label) }) {}
         var logger = Logger(label: "sim.\(label)")
         logger.logLevel = ProcessInfo.processInfo.environment["NOTES_SIM_LOG"] != nil ? .debug : .critical
         engine = SyncEngine(client: service, replica: replica, tree: tree, logger: logger)
@@ -47,6 +50,8 @@ final class SimulatedMount {
     /// `kill -9` and a new mount on the same replica: writes still queued (a rename or
     /// delete answered a moment ago) are lost, as they would be.
     func restart() throws {
+        // The processes that held files open died with it (no release comes).
+        holds = []
         replica.abandonQueuedWrites()
         engine = nil
         tree = nil
@@ -55,6 +60,64 @@ final class SimulatedMount {
     }
 
     // MARK: What a process does through the kernel
+
+    /// Files held open across steps, as fsstress's four processes and editors do while
+    /// other calls rename, replace or remove them: written through, closed later.
+    private(set) var holds: [(inode: Inode, handle: UInt64)] = []
+
+    /// open(O_RDWR|O_APPEND|O_CREAT), kept open.
+    @discardableResult
+    func hold(_ folder: [String], _ name: String) -> Int32? {
+        guard let parent = inode(folder) else { return ENOENT }
+        do throws(FileSystemError) {
+            let flags = O_RDWR | O_APPEND
+            if let existing = try? tree.lookup(parent: parent, name: name) {
+                guard !existing.isDirectory else {
+                    tree.forget(existing.inode, count: 1)
+                    return EISDIR
+                }
+                do {
+                    holds.append((existing.inode, try tree.open(existing.inode, mode: OpenMode(flags: flags))))
+                } catch {
+                    tree.forget(existing.inode, count: 1)
+                    throw error
+                }
+            } else {
+                let (attributes, handle) = try tree.create(parent: parent, name: name, mode: OpenMode(flags: flags | O_CREAT))
+                holds.append((attributes.inode, handle))
+            }
+            return nil
+        } catch {
+            return error.errno
+        }
+    }
+
+    /// A write through a held file (at its end: it was opened with O_APPEND).
+    @discardableResult
+    func writeHeld(_ index: Int, _ bytes: [UInt8]) -> Int32? {
+        let held = holds[index]
+        var failure: FileSystemError?
+        bytes.withUnsafeBytes { buffer in
+            do throws(FileSystemError) { _ = try tree.write(held.inode, handle: held.handle, offset: 0, bytes: buffer) } catch { failure = error }
+        }
+        return failure?.errno
+    }
+
+    /// close(2) of a held file: FLUSH, RELEASE, and the kernel forgets it.
+    @discardableResult
+    func closeHeld(_ index: Int) -> Int32? {
+        let held = holds.remove(at: index)
+        defer {
+            tree.release(held.inode, handle: held.handle)
+            tree.forget(held.inode, count: 1)
+        }
+        do throws(FileSystemError) {
+            try tree.flush(held.inode, handle: held.handle)
+            return nil
+        } catch {
+            return error.errno
+        }
+    }
 
     /// The inode at `path` (components from the mount's root), or nil.
     func inode(_ path: [String]) -> Inode? {
@@ -189,4 +252,16 @@ final class SimulatedClock: Sendable {
     func now() -> Double { seconds.withLock { $0 } }
 
     func advance(by interval: Double) { seconds.withLock { $0 += interval } }
+}
+
+/// Record names `<mount>-<n>`, counted across a mount's restarts.
+final class RecordNames: Sendable {
+    private let count = Mutex(0)
+
+    func next(_ prefix: String) -> String {
+        count.withLock { count in
+            count += 1
+            return "\(prefix)-\(count)"
+        }
+    }
 }

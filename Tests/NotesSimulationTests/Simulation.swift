@@ -34,6 +34,25 @@ final class Simulation {
     let team = ZoneID(owner: "alice", name: "Team")
     /// The simulation's clock: a quarter of a second a step.
     let clock = SimulatedClock()
+    /// What POSIX says the files at the top of `private/` must be, for each mount that
+    /// is the only one writing there (bob's and carol's): files by identity, so that a
+    /// rename moves one and a file written through a handle after it was replaced or
+    /// removed shows nowhere. A mount killed starts a new model from what it shows (a
+    /// `kill -9` may undo its last rename or delete). The simulation of issue 13 could
+    /// not see a file that came back after its delete (fsstress found one): both the
+    /// mount and notesd showed it, so they agreed.
+    var models: [String: PosixModel] = [:]
+    /// The model's file behind each file a mount holds open.
+    var heldFiles: [String: [HeldFile]] = [:]
+    enum HeldFile { case outside, file(Int), unknown }
+
+    /// The model of a mount started again from what it shows (after a kill, or an
+    /// operation that failed part-way). Its files get new numbers; what handles held
+    /// is no longer known, and a write through one starts the model again too.
+    func restartModel(_ mount: SimulatedMount) -> PosixModel {
+        heldFiles[mount.label] = (heldFiles[mount.label] ?? []).map { if case .outside = $0 { .outside } else { .unknown } }
+        return PosixModel(shown: mount.snapshot(["private"]), after: models[mount.label]?.lastFile ?? 0)
+    }
 
     init(seed: UInt64) async throws {
         self.seed = seed
@@ -55,6 +74,10 @@ final class Simulation {
             mounts.append(try SimulatedMount(label: label, account: account, store: store, folder: "\(folder)/\(label)", clock: { [clock] in clock.now() }))
         }
         for mount in mounts { await mount.engine.fetchAll() }
+        for mount in mounts where mount.account != "alice" {
+            models[mount.label] = PosixModel(shown: mount.snapshot(["private"]), after: 0)
+            heldFiles[mount.label] = []
+        }
     }
 
     deinit { try? FileManager.default.removeItem(atPath: folder) }
@@ -93,6 +116,10 @@ final class Simulation {
         } else {
             log.append("\(mount.label): killed and mounted again")
             try mount.restart()
+            if models[mount.label] != nil {
+                heldFiles[mount.label] = []
+                models[mount.label] = restartModel(mount)
+            }
         }
     }
 
@@ -101,21 +128,27 @@ final class Simulation {
         let name = pick(Self.names)
         let target = place + [name]
         let text = Array("\(mount.label) step \(index)\n".utf8)
-        let kind = random.next() % 10
+        let kind = random.next() % 14
         var outcome: Int32?
         let description: String
+        // The model follows what succeeded at the top of a modelled mount's private/.
+        let modelled = place == ["private"] && models[mount.label] != nil
+        var model = models[mount.label] ?? PosixModel(shown: [:], after: 0)
         switch kind {
         case 0, 1:
             description = "printf > \(target.joined(separator: "/"))"
             outcome = mount.write(place, name, text)
+            model.write(name, text)
         case 2:
             description = "printf >> \(target.joined(separator: "/"))"
             outcome = mount.write(place, name, text, append: true)
+            model.append(name, text)
         case 3:
             // sed -i, Python's atomic write: a temporary file renamed over the note.
             let temporary = "sed\(index)"
             description = "write \(temporary) and rename it over \(target.joined(separator: "/"))"
             outcome = mount.write(place, temporary, text) ?? mount.rename(place + [temporary], target)
+            model.replace(name, text)
         case 4:
             // vim: rename the note to a backup, probe with 4913, write anew, drop the backup.
             description = "vim's backup-and-rename save of \(target.joined(separator: "/"))"
@@ -124,28 +157,76 @@ final class Simulation {
             if outcome == nil { outcome = mount.write(place, "4913", []) ?? mount.unlink(place + ["4913"]) }
             if outcome == nil { outcome = mount.write(place, name, text) }
             if outcome == nil, mount.inode(backup) != nil { outcome = mount.unlink(backup) }
+            model.replace(name, text)
         case 5:
             // GNU mv from another file system: unlink, then create.
             description = "mv from another disk over \(target.joined(separator: "/"))"
             if mount.inode(target) != nil { outcome = mount.unlink(target) }
             if outcome == nil { outcome = mount.write(place, name, text) }
+            model.replace(name, text)
         case 6:
             let other = pick(Self.names)
             description = "mv \(target.joined(separator: "/")) \(other)"
             outcome = mount.rename(target, place + [other])
+            model.move(name, other)
         case 7:
             description = "rm \(target.joined(separator: "/"))"
             outcome = mount.unlink(target)
+            model.remove(name)
         case 8:
             let folder = place.last == "d" ? place : place + ["d"]
             description = "mkdir \(folder.joined(separator: "/"))"
             outcome = mount.mkdir(folder)
-        default:
+        case 9:
             let folder = place.last == "d" ? place : place + ["d"]
             description = "rm -r \(folder.joined(separator: "/"))"
             outcome = mount.removeTree(folder)
+        case 10:
+            description = "open \(target.joined(separator: "/")) and keep it open (handle \(mount.holds.count))"
+            outcome = mount.hold(place, name)
+            if outcome == nil { heldFiles[mount.label, default: []].append(modelled ? .file(model.open(name)) : .outside) }
+        case 11:
+            guard !mount.holds.isEmpty else { return }
+            let handle = Int(random.next() % UInt64(mount.holds.count))
+            description = "write through open handle \(handle)"
+            outcome = mount.writeHeld(handle, text)
+            // (A write to a file a handle holds shows wherever that file is now, if anywhere.)
+            if models[mount.label] != nil, let held = heldFiles[mount.label]?[handle] {
+                switch held {
+                case .file(let file) where outcome == nil: models[mount.label]!.contents[file, default: []] += text
+                case .outside: break
+                default: models[mount.label] = restartModel(mount)
+                }
+            }
+            log.append("\(mount.label): \(description)\(outcome.map { " → errno \($0)" } ?? "")")
+            return
+        case 12:
+            guard !mount.holds.isEmpty else { return }
+            let handle = Int(random.next() % UInt64(mount.holds.count))
+            description = "close open handle \(handle)"
+            outcome = mount.closeHeld(handle)
+            if heldFiles[mount.label] != nil { heldFiles[mount.label]!.remove(at: handle) }
+            log.append("\(mount.label): \(description)\(outcome.map { " → errno \($0)" } ?? "")")
+            return
+        default:
+            // mv to another folder (of another zone: EXDEV, as `mv` then copies).
+            let destination = pick(places(mount))
+            let other = pick(Self.names)
+            description = "mv \(target.joined(separator: "/")) \((destination + [other]).joined(separator: "/"))"
+            outcome = mount.rename(target, destination + [other])
+            if destination == place { if modelled { model.move(name, other) } } else if destination == ["private"] || place == ["private"] {
+                // One end outside the model: start it again from what the mount shows.
+                model = restartModel(mount)
+            }
+        }
+        if modelled || models[mount.label] != nil && kind == 13 {
+            // What failed part-way leaves what it left: the model starts again from it.
+            models[mount.label] = outcome == nil ? model : restartModel(mount)
         }
         log.append("\(mount.label): \(description)\(outcome.map { " → errno \($0)" } ?? "")")
+        if ProcessInfo.processInfo.environment["NOTES_SIM_MODEL"] != nil, let model = models[mount.label] {
+            log.append("    model: \(model.shown.sorted { $0.key < $1.key }.map { "\($0.key)=\(String(decoding: $0.value, as: UTF8.self).split(separator: "\n"))" }) held \(heldFiles[mount.label] ?? [])")
+        }
     }
 
     // MARK: Settling and checking
@@ -153,7 +234,11 @@ final class Simulation {
     /// Everyone online, moved-aside notes expired, and rounds of uploads and fetches on
     /// every mount until nothing is queued and a whole round changes no mount.
     func settle() async throws {
-        for mount in mounts { mount.service.online = true }
+        for mount in mounts {
+            mount.service.online = true
+            while !mount.holds.isEmpty { mount.closeHeld(0) }
+            heldFiles[mount.label] = []
+        }
         var previous: [[String: [UInt8]]] = []
         for _ in 0..<12 {
             for mount in mounts {
@@ -247,6 +332,16 @@ final class Simulation {
                     }
                 }
             }
+            // The only writer of its private/ ends as POSIX says, nothing lost, nothing back.
+            if let model = models[mount.label] {
+                let shown = mount.snapshot(["private"]).filter { !$0.key.contains("/") }
+                let expected = model.shown
+                if shown != expected {
+                    let extra = shown.keys.filter { expected[$0] != shown[$0] }.sorted()
+                    let missing = expected.keys.filter { shown[$0] == nil }.sorted()
+                    broken.append("\(mount.label) private/: differs from what POSIX says it must hold; only or different in the mount: \(extra) (\(extra.map { String(decoding: shown[$0]!, as: UTF8.self) })), missing: \(missing); POSIX says: \(expected.sorted { $0.key < $1.key }.map { "\($0.key): \(String(decoding: $0.value, as: UTF8.self))" })")
+                }
+            }
             let stuck = mount.engine.stuck.withLock { $0 }
             if !stuck.isEmpty { broken.append("\(mount.label): refused for good: \(stuck)") }
         }
@@ -277,6 +372,21 @@ final class Simulation {
         }
     }
 
+    /// A fingerprint of what every mount shows and what every step did (FNV-1a), so that
+    /// two runs of a seed can be compared.
+    func digest() -> String {
+        var text = log.joined(separator: "\n")
+        for mount in mounts {
+            for (path, content) in mount.snapshot([]).sorted(by: { $0.key < $1.key }) { text += "\n\(mount.label) \(path) \(content)" }
+        }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+
     /// Runs `steps` steps, settles, and checks.
     func run(steps: Int) async throws -> [String] {
         let trace = ProcessInfo.processInfo.environment["NOTES_SIM_TRACE"]
@@ -290,11 +400,11 @@ final class Simulation {
 }
 
 @Suite struct SimulationTests {
-    /// `NOTES_SIM_SEED=S` replays one seed; `NOTES_SIM_SEEDS=N` runs seeds 1…N (CI: 40).
+    /// `NOTES_SIM_SEED=S` replays one seed; `NOTES_SIM_SEEDS=N` runs seeds 1…N (CI: 100).
     static var seeds: [UInt64] {
         let environment = ProcessInfo.processInfo.environment
         if let one = environment["NOTES_SIM_SEED"].flatMap(UInt64.init) { return [one] }
-        let count = environment["NOTES_SIM_SEEDS"].flatMap(UInt64.init) ?? 40
+        let count = environment["NOTES_SIM_SEEDS"].flatMap(UInt64.init) ?? 100
         return Array(1...max(count, 1))
     }
 
@@ -305,6 +415,10 @@ final class Simulation {
         for seed in Self.seeds {
             let simulation = try await Simulation(seed: seed)
             let broken = try await simulation.run(steps: steps)
+            if Self.seeds.count == 1 {
+                // Replaying a seed gives the same run: the same steps, the same end.
+                print("simulation: seed \(seed) ended in state \(simulation.digest()) after \(simulation.log.count) steps")
+            }
             if !broken.isEmpty {
                 failures.append(seed)
                 Issue.record("""
@@ -317,4 +431,52 @@ final class Simulation {
         }
         print("simulation: \(Self.seeds.count) seeds × \(steps) steps in \(ContinuousClock.now - started); failing seeds: \(failures)")
     }
+}
+
+/// Files as POSIX keeps them: names point at files, a file lives on while a handle holds
+/// it, a rename moves the name, `>` keeps the file and empties it.
+struct PosixModel {
+    private var names: [String: Int] = [:]
+    var contents: [Int: [UInt8]] = [:]
+    private var next = 0
+
+    /// What a mount shows at the top of private/ (its files, not its zone folders); its
+    /// files are numbered after `after`, so that no handle's number means another file.
+    init(shown: [String: [UInt8]], after: Int) {
+        next = after
+        for (name, content) in shown.sorted(by: { $0.key < $1.key }) where !name.contains("/") { names[name] = newFile(content) }
+    }
+
+    /// The number of the newest file.
+    var lastFile: Int { next }
+
+    var shown: [String: [UInt8]] { names.mapValues { contents[$0] ?? [] } }
+
+    private mutating func newFile(_ content: [UInt8]) -> Int {
+        next += 1
+        contents[next] = content
+        return next
+    }
+
+    /// open(O_CREAT): the file under `name`, made if missing.
+    mutating func open(_ name: String) -> Int {
+        if let file = names[name] { return file }
+        let file = newFile([])
+        names[name] = file
+        return file
+    }
+
+    mutating func write(_ name: String, _ content: [UInt8]) { contents[open(name)] = content }
+
+    mutating func append(_ name: String, _ content: [UInt8]) { contents[open(name), default: []] += content }
+
+    /// A new file renamed over `name` (or `name` removed and made anew).
+    mutating func replace(_ name: String, _ content: [UInt8]) { names[name] = newFile(content) }
+
+    mutating func move(_ from: String, _ to: String) {
+        guard from != to, let file = names.removeValue(forKey: from) else { return }
+        names[to] = file
+    }
+
+    mutating func remove(_ name: String) { names[name] = nil }
 }

@@ -51,7 +51,7 @@ final class Simulation {
     /// is no longer known, and a write through one starts the model again too.
     func restartModel(_ mount: SimulatedMount) -> PosixModel {
         heldFiles[mount.label] = (heldFiles[mount.label] ?? []).map { if case .outside = $0 { .outside } else { .unknown } }
-        return PosixModel(shown: mount.snapshot(["private"]), after: models[mount.label]?.lastFile ?? 0)
+        return PosixModel(shown: Self.modelled(mount.snapshot(["private"])), after: models[mount.label]?.lastFile ?? 0)
     }
 
     init(seed: UInt64) async throws {
@@ -69,13 +69,16 @@ final class Simulation {
         let share = try await store.createShare(NewShare(zone: team, rootRecordName: nil, participants: [
             Invitee(name: "bob", permission: .readWrite), Invitee(name: "carol", permission: .readOnly),
         ]), actor: "alice")
-        for name in ["bob", "carol"] { _ = try await store.acceptShare(urlToken: share.urlToken, actor: name) }
+        for name in ["bob", "carol"] {
+            _ = try await store.acceptShare(urlToken: share.urlToken, actor: name)
+            _ = try await store.createZone(ZoneID(owner: name, name: "Work"), actor: name)
+        }
         for (label, account) in [("alice-1", "alice"), ("alice-2", "alice"), ("bob", "bob"), ("carol", "carol")] {
             mounts.append(try SimulatedMount(label: label, account: account, store: store, folder: "\(folder)/\(label)", clock: { [clock] in clock.now() }))
         }
         for mount in mounts { await mount.engine.fetchAll() }
         for mount in mounts where mount.account != "alice" {
-            models[mount.label] = PosixModel(shown: mount.snapshot(["private"]), after: 0)
+            models[mount.label] = PosixModel(shown: Self.modelled(mount.snapshot(["private"])), after: 0)
             heldFiles[mount.label] = []
         }
     }
@@ -88,7 +91,22 @@ final class Simulation {
     /// The folders of a mount where its notes live: its own default zone, and Team.
     func places(_ mount: SimulatedMount) -> [[String]] {
         let team = mount.account == "alice" ? ["private", "Team"] : ["shared", "alice", "Team"]
-        return [["private"], team, team + ["d"]]
+        let own = mount.account == "alice" ? [] : [["private", "Work"], ["private", "Work", "d"]]
+        return [["private"], team, team + ["d"]] + own
+    }
+
+    /// Where in the POSIX model of a modelled mount a path lies: relative to private/,
+    /// at its top (the default zone) or in its zone Work (which has folders); `nil`
+    /// elsewhere (zones made by `mkdir private/d`, shares).
+    func modelPath(_ mount: SimulatedMount, _ path: [String]) -> String? {
+        guard models[mount.label] != nil, path.first == "private", path.count >= 2 else { return nil }
+        guard path.count == 2 || path[1] == "Work" else { return nil }
+        return path.dropFirst().joined(separator: "/")
+    }
+
+    /// What a modelled mount shows of the model's part of private/.
+    static func modelled(_ shown: [String: [UInt8]]) -> [String: [UInt8]] {
+        shown.filter { !$0.key.contains("/") || $0.key.hasPrefix("Work/") }
     }
 
     static let names = ["a.md", "b.md", "plan.md", "n.md"]
@@ -131,24 +149,25 @@ final class Simulation {
         let kind = random.next() % 14
         var outcome: Int32?
         let description: String
-        // The model follows what succeeded at the top of a modelled mount's private/.
-        let modelled = place == ["private"] && models[mount.label] != nil
+        // The model follows what succeeded in a modelled mount's own private/ and Work.
+        let path = modelPath(mount, target)
+        let modelled = path != nil
         var model = models[mount.label] ?? PosixModel(shown: [:], after: 0)
         switch kind {
         case 0, 1:
             description = "printf > \(target.joined(separator: "/"))"
             outcome = mount.write(place, name, text)
-            model.write(name, text)
+            if let path { model.write(path, text) }
         case 2:
             description = "printf >> \(target.joined(separator: "/"))"
             outcome = mount.write(place, name, text, append: true)
-            model.append(name, text)
+            if let path { model.append(path, text) }
         case 3:
             // sed -i, Python's atomic write: a temporary file renamed over the note.
             let temporary = "sed\(index)"
             description = "write \(temporary) and rename it over \(target.joined(separator: "/"))"
             outcome = mount.write(place, temporary, text) ?? mount.rename(place + [temporary], target)
-            model.replace(name, text)
+            if let path { model.replace(path, text) }
         case 4:
             // vim: rename the note to a backup, probe with 4913, write anew, drop the backup.
             description = "vim's backup-and-rename save of \(target.joined(separator: "/"))"
@@ -157,34 +176,37 @@ final class Simulation {
             if outcome == nil { outcome = mount.write(place, "4913", []) ?? mount.unlink(place + ["4913"]) }
             if outcome == nil { outcome = mount.write(place, name, text) }
             if outcome == nil, mount.inode(backup) != nil { outcome = mount.unlink(backup) }
-            model.replace(name, text)
+            if let path { model.replace(path, text) }
         case 5:
             // GNU mv from another file system: unlink, then create.
             description = "mv from another disk over \(target.joined(separator: "/"))"
             if mount.inode(target) != nil { outcome = mount.unlink(target) }
             if outcome == nil { outcome = mount.write(place, name, text) }
-            model.replace(name, text)
+            if let path { model.replace(path, text) }
         case 6:
             let other = pick(Self.names)
             description = "mv \(target.joined(separator: "/")) \(other)"
             outcome = mount.rename(target, place + [other])
-            model.move(name, other)
+            if let path, let to = modelPath(mount, place + [other]) { model.move(path, to) }
         case 7:
             description = "rm \(target.joined(separator: "/"))"
             outcome = mount.unlink(target)
-            model.remove(name)
+            if let path { model.remove(path) }
         case 8:
             let folder = place.last == "d" ? place : place + ["d"]
             description = "mkdir \(folder.joined(separator: "/"))"
             outcome = mount.mkdir(folder)
+            // (A folder made at the top of private/ is a zone, outside the model.)
+            if folder.count > 2, let path = modelPath(mount, folder) { model.makeFolder(path) }
         case 9:
             let folder = place.last == "d" ? place : place + ["d"]
             description = "rm -r \(folder.joined(separator: "/"))"
             outcome = mount.removeTree(folder)
+            if folder.count > 2, let path = modelPath(mount, folder) { model.removeTree(path) }
         case 10:
             description = "open \(target.joined(separator: "/")) and keep it open (handle \(mount.holds.count))"
             outcome = mount.hold(place, name)
-            if outcome == nil { heldFiles[mount.label, default: []].append(modelled ? .file(model.open(name)) : .outside) }
+            if outcome == nil { heldFiles[mount.label, default: []].append(path.map { .file(model.open($0)) } ?? .outside) }
         case 11:
             guard !mount.holds.isEmpty else { return }
             let handle = Int(random.next() % UInt64(mount.holds.count))
@@ -214,12 +236,15 @@ final class Simulation {
             let other = pick(Self.names)
             description = "mv \(target.joined(separator: "/")) \((destination + [other]).joined(separator: "/"))"
             outcome = mount.rename(target, destination + [other])
-            if destination == place { if modelled { model.move(name, other) } } else if destination == ["private"] || place == ["private"] {
+            let to = modelPath(mount, destination + [other])
+            if let path, let to {
+                model.move(path, to)
+            } else if path != nil || to != nil {
                 // One end outside the model: start it again from what the mount shows.
                 model = restartModel(mount)
             }
         }
-        if modelled || models[mount.label] != nil && kind == 13 {
+        if modelled || models[mount.label] != nil && (kind == 8 || kind == 9 || kind == 13) {
             // What failed part-way leaves what it left: the model starts again from it.
             models[mount.label] = outcome == nil ? model : restartModel(mount)
         }
@@ -334,7 +359,7 @@ final class Simulation {
             }
             // The only writer of its private/ ends as POSIX says, nothing lost, nothing back.
             if let model = models[mount.label] {
-                let shown = mount.snapshot(["private"]).filter { !$0.key.contains("/") }
+                let shown = Self.modelled(mount.snapshot(["private"]))
                 let expected = model.shown
                 if shown != expected {
                     let extra = shown.keys.filter { expected[$0] != shown[$0] }.sorted()
@@ -417,12 +442,13 @@ final class Simulation {
             let broken = try await simulation.run(steps: steps)
             if Self.seeds.count == 1 {
                 // Replaying a seed gives the same run: the same steps, the same end.
-                print("simulation: seed \(seed) ended in state \(simulation.digest()) after \(simulation.log.count) steps")
+                let modelled = simulation.models.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.shown.keys.sorted())" }
+                print("simulation: seed \(seed) ended in state \(simulation.digest()) after \(simulation.log.count) steps; POSIX models: \(modelled)")
             }
             if !broken.isEmpty {
                 failures.append(seed)
                 Issue.record("""
-                    seed \(seed) broke \(broken.count) invariant(s) (replay: NOTES_SIM_SEED=\(seed) swift test --filter manyMountsConverge):
+                    seed \(seed) broke \(broken.count) invariant(s) (replay: SWIFT_DETERMINISTIC_HASHING=1 NOTES_SIM_SEED=\(seed) swift test --filter manyMountsConverge):
                     \(broken.joined(separator: "\n"))
                     steps:
                     \(simulation.log.joined(separator: "\n"))
@@ -434,9 +460,11 @@ final class Simulation {
 }
 
 /// Files as POSIX keeps them: names point at files, a file lives on while a handle holds
-/// it, a rename moves the name, `>` keeps the file and empties it.
+/// it, a rename moves the name, `>` keeps the file and empties it. Paths are relative
+/// (`a.md`, `Work/d/b.md`); folders are listed as `Work/d/`, as snapshots list them.
 struct PosixModel {
     private var names: [String: Int] = [:]
+    private var folders: Set<String> = []
     var contents: [Int: [UInt8]] = [:]
     private var next = 0
 
@@ -444,13 +472,19 @@ struct PosixModel {
     /// files are numbered after `after`, so that no handle's number means another file.
     init(shown: [String: [UInt8]], after: Int) {
         next = after
-        for (name, content) in shown.sorted(by: { $0.key < $1.key }) where !name.contains("/") { names[name] = newFile(content) }
+        for (name, content) in shown.sorted(by: { $0.key < $1.key }) {
+            if name.hasSuffix("/") { folders.insert(String(name.dropLast())) } else { names[name] = newFile(content) }
+        }
     }
 
     /// The number of the newest file.
     var lastFile: Int { next }
 
-    var shown: [String: [UInt8]] { names.mapValues { contents[$0] ?? [] } }
+    var shown: [String: [UInt8]] {
+        var shown = names.mapValues { contents[$0] ?? [] }
+        for folder in folders { shown[folder + "/"] = [] }
+        return shown
+    }
 
     private mutating func newFile(_ content: [UInt8]) -> Int {
         next += 1
@@ -479,4 +513,12 @@ struct PosixModel {
     }
 
     mutating func remove(_ name: String) { names[name] = nil }
+
+    mutating func makeFolder(_ path: String) { folders.insert(path) }
+
+    /// `rm -r`: the folder and everything under it.
+    mutating func removeTree(_ path: String) {
+        folders = folders.filter { $0 != path && !$0.hasPrefix(path + "/") }
+        names = names.filter { !$0.key.hasPrefix(path + "/") }
+    }
 }

@@ -68,6 +68,16 @@ extension NoteTree {
         state.index[key] = nil
         if node.openCount > 0 && !state.contents.has(inode) { state.contents.set(inode, []) }
         state.nodes[inode]!.kind = .scratch
+        // What the folder still holds (changed here, or not yet removed by this page)
+        // waits for it to come back, or shows at the top of the zone when the fetch
+        // ends: left in a folder node that is gone, it stayed invisible even after the
+        // folder came back as a new node (the simulation, seed 62).
+        for (name, child) in node.children {
+            guard state.nodes[child]?.attached == true else { continue }
+            invalidations.append(.entry(inode, name))
+            detach(&state, child, dropping: false)
+            state.awaitingParent.insert(child)
+        }
         detach(&state, inode)
     }
 

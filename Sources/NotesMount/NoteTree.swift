@@ -289,7 +289,11 @@ public final class NoteTree: Sendable {
                 state.awaitingParent.remove(inode)
             }
             let parent = parentInode(&state, key: record.key, parent: record.parent)
-            if node.attached && node.parent == parent && node.name == record.name { continue }
+            // In place only if its folder lists it too: a folder removed by a delete from
+            // elsewhere and brought back (a refused delete, a revived record) is a new
+            // node with no children, while its children still point at its number (the
+            // simulation, seed 62: two notes in a renamed folder missing from the mount).
+            if node.attached && node.parent == parent && node.name == record.name && state.nodes[parent]?.children[record.name] == inode { continue }
             if node.attached {
                 // Moving, not leaving: the node must survive even if the kernel never looked it up.
                 detach(&state, inode, dropping: false)

@@ -91,8 +91,8 @@ final class Simulation {
     /// The folders of a mount where its notes live: its own default zone, and Team.
     func places(_ mount: SimulatedMount) -> [[String]] {
         let team = mount.account == "alice" ? ["private", "Team"] : ["shared", "alice", "Team"]
-        let own = mount.account == "alice" ? [] : [["private", "Work"], ["private", "Work", "d"]]
-        return [["private"], team, team + ["d"]] + own
+        let own = mount.account == "alice" ? [] : [["private", "Work"], ["private", "Work", "d"], ["private", "Work", "e"]]
+        return [["private"], team, team + ["d"], team + ["e"]] + own
     }
 
     /// Where in the POSIX model of a modelled mount a path lies: relative to private/,
@@ -146,7 +146,7 @@ final class Simulation {
         let name = pick(Self.names)
         let target = place + [name]
         let text = Array("\(mount.label) step \(index)\n".utf8)
-        let kind = random.next() % 14
+        let kind = random.next() % 15
         var outcome: Int32?
         let description: String
         // The model follows what succeeded in a modelled mount's own private/ and Work.
@@ -230,6 +230,14 @@ final class Simulation {
             if heldFiles[mount.label] != nil { heldFiles[mount.label]!.remove(at: handle) }
             log.append("\(mount.label): \(description)\(outcome.map { " → errno \($0)" } ?? "")")
             return
+        case 14:
+            // mv of a folder (d ↔ e), with what it holds; at the top of private/ they are
+            // zones, which do not move.
+            let base = ["d", "e"].contains(place.last ?? "") ? Array(place.dropLast()) : place
+            let (from, to) = chance(50) ? (base + ["d"], base + ["e"]) : (base + ["e"], base + ["d"])
+            description = "mv \(from.joined(separator: "/")) \(to.joined(separator: "/"))"
+            outcome = mount.rename(from, to)
+            if from.count > 2, let fromPath = modelPath(mount, from), let toPath = modelPath(mount, to) { model.moveTree(fromPath, toPath) }
         default:
             // mv to another folder (of another zone: EXDEV, as `mv` then copies).
             let destination = pick(places(mount))
@@ -244,7 +252,7 @@ final class Simulation {
                 model = restartModel(mount)
             }
         }
-        if modelled || models[mount.label] != nil && (kind == 8 || kind == 9 || kind == 13) {
+        if modelled || models[mount.label] != nil && [8, 9, 13, 14].contains(kind) {
             // What failed part-way leaves what it left: the model starts again from it.
             models[mount.label] = outcome == nil ? model : restartModel(mount)
         }
@@ -515,6 +523,14 @@ struct PosixModel {
     mutating func remove(_ name: String) { names[name] = nil }
 
     mutating func makeFolder(_ path: String) { folders.insert(path) }
+
+    /// rename(2) of a folder: everything under it moves (over an empty folder, which goes).
+    mutating func moveTree(_ from: String, _ to: String) {
+        guard from != to, folders.contains(from) else { return }
+        func moved(_ path: String) -> String { path == from ? to : to + path.dropFirst(from.count) }
+        folders = Set(folders.filter { $0 != to }.map { $0 == from || $0.hasPrefix(from + "/") ? moved($0) : $0 })
+        names = Dictionary(uniqueKeysWithValues: names.map { ($0.key.hasPrefix(from + "/") ? moved($0.key) : $0.key, $0.value) })
+    }
 
     /// `rm -r`: the folder and everything under it.
     mutating func removeTree(_ path: String) {

@@ -6,6 +6,30 @@ import Testing
 /// Bugs the simulation found, each kept as the shortest sequence that showed it, on the
 /// same in-process world (store, four mounts) with no randomness.
 @Suite struct SimulationRegressionTests {
+    @Test func whatAFolderHeldShowsAgainWhenTheFolderComesBack() async throws {
+        // Given alice writing into Team/d offline on one machine while she deletes d on the other
+        let world = try await Simulation(seed: 0)
+        let alice = world.mounts[0], other = world.mounts[1], bob = world.mounts[2]
+        alice.service.online = false
+        #expect(alice.write(["private", "Team", "d"], "a.md", Array("alice\n".utf8)) == nil)
+        #expect(other.removeTree(["private", "Team", "d"]) == nil)
+        _ = other.engine.deleteMovedAside(olderThan: -1)
+        await other.engine.uploadPending()
+        // When her first mount learns of the delete, and bob, who had not, renames the folder
+        // (his edit brings it back as e), and her mount learns of that too
+        alice.service.online = true
+        await alice.engine.fetchAll()
+        #expect(bob.rename(["shared", "alice", "Team", "d"], ["shared", "alice", "Team", "e"]) == nil)
+        await bob.engine.uploadPending()
+        await alice.engine.fetchAll()
+        // Then her note is in the folder, in her mount as on notesd (seed 62: the folder came
+        // back as a new node with nothing in it, and her note stayed invisible)
+        try await world.settle()
+        let shown = alice.snapshot(["private", "Team"])
+        #expect(shown["e/a.md"] == Array("alice\n".utf8), "\(shown.keys.sorted())")
+        #expect(try await world.check() == [])
+    }
+
     @Test func aZoneRemovedHereStaysGoneWhenAFetchComesBeforeItsDeleteIsUploaded() async throws {
         let world = try await Simulation(seed: 0)
         let carol = world.mounts[3]

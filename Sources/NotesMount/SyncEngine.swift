@@ -36,6 +36,10 @@ public final class SyncEngine: Sendable {
     /// never bring back what it dropped (the simulation found a folder lost that way).
     let refetchZones: Mutex<Set<ZoneID>>
 
+    /// Changes whose name notesd refused and that were queued again behind the others
+    /// once (see `settle`): a second refusal names them aside.
+    let deferredForName = Mutex<Set<RecordKey>>([])
+
     /// Uploads and fetches take turns (see `TurnLock`).
     let turns = TurnLock()
 
@@ -285,7 +289,9 @@ public final class SyncEngine: Sendable {
             let result = try await client.modify(ModifyRequest(zone: zone, saves: saves, deletes: deletes))
             setOnline(true)
             for saved in result.saved {
-                try replica.markSaved(RecordKey(zone: zone, recordName: saved.recordName), dirty: dirty[saved.recordName] ?? 0, as: saved)
+                let key = RecordKey(zone: zone, recordName: saved.recordName)
+                try replica.markSaved(key, dirty: dirty[saved.recordName] ?? 0, as: saved)
+                deferredForName.withLock { _ = $0.remove(key) }
             }
             for name in result.deleted {
                 try replica.markDeleted(RecordKey(zone: zone, recordName: name), dirty: dirty[name] ?? 0)
@@ -331,7 +337,18 @@ public final class SyncEngine: Sendable {
                 try replica.discardLocal(key)
                 refetch(zone)
             case .constraintViolation where !record.deleted:
-                try nameAside(change)
+                // The note that holds the name on notesd may be one of this mount's own,
+                // renamed or deleted here with the change queued behind this one (edited
+                // again since, or held while open): this one goes after it, once. Only
+                // then is it another's note, and this one takes `name (2)` (the
+                // exerciser, beside stress-ng: `x (2).bin` from a single mount).
+                if try replica.hasOtherChanges(in: zone, than: key), deferredForName.withLock({ $0.insert(key).inserted }),
+                   try replica.requeue(key, dirty: record.dirty) {
+                    logger.debug("\(record.name): its name is still taken on notesd; uploaded again after the other queued changes")
+                    requestUpload()
+                } else {
+                    try nameAside(change)
+                }
             case .permissionFailure, .notAuthenticated:
                 logger.error("notesd refused \(record.name): \(item.message)")
                 if !record.deleted && record.recordType != .folder {

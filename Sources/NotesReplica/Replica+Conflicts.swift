@@ -138,6 +138,25 @@ extension Replica {
         }
     }
 
+    /// Moves a queued change to the end of the queue (notesd refused its name, which
+    /// another change queued here may free). `false` if the row changed meanwhile.
+    public func requeue(_ key: RecordKey, dirty: Int64) throws(ReplicaError) -> Bool {
+        try write("queue \(key) again") { db in
+            try db.execute(
+                sql: "UPDATE records SET dirty = ? WHERE owner = ? AND zone = ? AND record_name = ? AND dirty = ?",
+                arguments: [self.nextDirty(), key.zone.owner, key.zone.name, key.recordName, dirty])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Whether the zone has queued changes besides `key`'s.
+    public func hasOtherChanges(in zone: ZoneID, than key: RecordKey) throws(ReplicaError) -> Bool {
+        try read("read the upload queue") { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner = ? AND zone = ? AND record_name != ? AND dirty > 0)",
+                              arguments: [zone.owner, zone.name, key.recordName]) ?? false
+        }
+    }
+
     /// Gives a queued record another name and queues it again (notesd refused its name:
     /// another note holds it). `nil` if the row changed meanwhile.
     public func rename(_ key: RecordKey, dirty: Int64, to name: String) throws(ReplicaError) -> ReplicaRecord? {

@@ -43,8 +43,10 @@ struct FSBench: AsyncParsableCommand {
         let shm = "/dev/shm/notes-fsbench-\(UUID().uuidString.prefix(6))"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: shm, withIntermediateDirectories: true)
+        // Runs last, once every mount below has stopped (a folder still mounted cannot go).
         defer {
             try? FileManager.default.removeItem(atPath: shm)
+            try? FileManager.default.removeItem(atPath: work)
         }
         let daemon = try Daemon(binaries: binaries, folder: "/tmp/nfb-\(UUID().uuidString.prefix(6))")
         defer { daemon.stop() }
@@ -130,7 +132,6 @@ struct FSBench: AsyncParsableCommand {
         let caughtUp = (ContinuousClock.now - back).seconds
         print(String(format: "catch-up after offline: %d saves queued in %.2f s; notesd back → all on the other mount in %.2f s: %.0f saves/s (aim ≥ 1,000)",
                      catchUp, queuing, caughtUp, Double(catchUp) / caughtUp))
-        try? FileManager.default.removeItem(atPath: work)
     }
 }
 

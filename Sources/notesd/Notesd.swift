@@ -103,6 +103,12 @@ struct Notesd: AsyncParsableCommand {
         let logger = Logger(label: "notesd")
         let paths = try DaemonPaths(dataDir: dataDir, socket: socket, database: database)
         let tcp = try listen.map(Self.parseListen)
+        if let tcp, !Self.isLoopback(tcp.host) {
+            logger.warning("""
+                notesd listens on \(tcp.host):\(tcp.port) without TLS: tokens, passwords and notes travel in clear to anyone on the \
+                network. Put it behind a reverse proxy that speaks TLS (nginx, Caddy) and listen on 127.0.0.1, or keep it to a network you trust.
+                """)
+        }
         let baseURL = publicURL ?? tcp.map { "http://\($0.host):\($0.port)" } ?? "http://localhost"
 
         guard let quotaBytes = StoragePolicy.parseSize(quota) else {
@@ -141,6 +147,11 @@ struct Notesd: AsyncParsableCommand {
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
         logger.notice("notesd stopped")
+    }
+
+    /// Whether a listening address stays on this machine.
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
     static func parseListen(_ text: String) throws -> (host: String, port: Int) {

@@ -31,6 +31,17 @@ import Testing
         }
     }
 
+    @Test func listeningBeyondThisMachineWithoutTLSIsWarnedOf() async throws {
+        let open = try await DaemonProcess.started(arguments: ["--listen", "0.0.0.0:\(DaemonProcess.freePort())"])
+        let local = try await DaemonProcess.started(tcp: true)
+        let openLog = (try? String(contentsOfFile: open.logPath, encoding: .utf8)) ?? ""
+        let localLog = (try? String(contentsOfFile: local.logPath, encoding: .utf8)) ?? ""
+        #expect(openLog.contains("without TLS") && openLog.contains("reverse proxy"), "no warning in: \(openLog.prefix(2_000))")
+        #expect(!localLog.contains("without TLS"), "a loopback listener was warned of")
+        _ = try await open.stop()
+        _ = try await local.stop()
+    }
+
     @Test func peerCredentialsAndTokens() async throws {
         let daemon = try await DaemonProcess.started()
         // On the socket, with no token, the caller is its Unix user, who is the admin.

@@ -32,6 +32,9 @@ public protocol RecordStore: Sendable {
     func setAccountDisabled(_ name: String, _ disabled: Bool) async throws(NotesError) -> Account
     /// Bytes the account's zones hold (records and kept versions), and its quota.
     func usage(of account: String) async throws(NotesError) -> (used: Int64, quota: Int64?)
+    /// Throws `serviceUnavailable` unless the database answers and holds the schema this
+    /// binary knows (what `GET /readyz` tells load balancers and systemd).
+    func checkReady() async throws(NotesError)
     /// Deletes the versions the retention rule no longer keeps; returns how many.
     @discardableResult
     func pruneVersions(maxRecords: Int) async throws(NotesError) -> Int

@@ -38,6 +38,11 @@ public struct NotesAPI: Sendable {
         let routes = RouteTable()
         router.add(middleware: ErrorMiddleware(routes: routes))
         router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
+        // Ready: the database answers and is migrated (503 otherwise, through the error mapping).
+        router.get("readyz") { [store] _, _ in
+            try await store.checkReady()
+            return JSONResponse.make(["status": "ready"])
+        }
         PublicPageController(store: store, renderer: renderer).addRoutes(to: router)
         let peers = PeerAccountCache()
         let v1 = router.group("v1").add(middleware: IdentityMiddleware(store: store, peers: peers, clients: clients))

@@ -110,6 +110,13 @@ public final class SQLiteStore: RecordStore {
         try pool.read(body)
     }
 
+    public func checkReady() async throws(NotesError) {
+        let current = try await read { db in try Migrations.migrator.hasCompletedMigrations(db) }
+        guard current else {
+            throw NotesError(.serviceUnavailable, "The database's schema is not the one this notesd knows; restart notesd to migrate it.")
+        }
+    }
+
     /// The one place where driver errors become `NotesError`.
     func convert(_ error: any Error) -> NotesError {
         if let error = error as? NotesError { return error }

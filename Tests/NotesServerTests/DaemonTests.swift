@@ -38,6 +38,9 @@ import Testing
         let localLog = (try? String(contentsOfFile: local.logPath, encoding: .utf8)) ?? ""
         #expect(openLog.contains("without TLS") && openLog.contains("reverse proxy"), "no warning in: \(openLog.prefix(2_000))")
         #expect(!localLog.contains("without TLS"), "a loopback listener was warned of")
+        // Ready for load balancers: the database answers and is migrated.
+        let ready = Shell.run("curl -s -i http://127.0.0.1:\(local.port!)/readyz").stdout
+        #expect(ready.hasPrefix("HTTP/1.1 200") && ready.contains(#""status":"ready""#), "\(ready)")
         _ = try await open.stop()
         _ = try await local.stop()
     }

@@ -392,7 +392,7 @@ extension NoteTree: FileSystem {
     public func flush(_ inode: Inode, handle: UInt64) throws(FileSystemError) {
         let ticket = try locked { state throws(Failure) in
             guard state.nodes[inode]?.contentDirty == true else { return WriteTicket?.none }
-            return persistLater(&state, inode, waited: true)
+            return try persistOrFail(&state, inode, durable: false)
         }
         guard let ticket else { return }
         try waitForSave(ticket, of: inode)
@@ -404,7 +404,7 @@ extension NoteTree: FileSystem {
     public func fsync(_ inode: Inode, handle: UInt64) throws(FileSystemError) {
         let ticket = try locked { state throws(Failure) in
             guard state.nodes[inode]?.contentDirty == true else { return WriteTicket?.none }
-            return persistLater(&state, inode, durable: true, waited: true)
+            return try persistOrFail(&state, inode, durable: true)
         }
         if let ticket {
             try waitForSave(ticket, of: inode)
@@ -412,6 +412,15 @@ extension NoteTree: FileSystem {
         } else {
             do { try replica.makeDurable() } catch { throw Errno.of(error) }
         }
+    }
+
+    /// Queues the save that `close` or `fsync` waits for. A file whose content could
+    /// not be read back from its spill file stays dirty and fails the call with EIO,
+    /// rather than `close` returning as if it were saved.
+    private func persistOrFail(_ state: inout State, _ inode: Inode, durable: Bool) throws(Failure) -> WriteTicket? {
+        let ticket = persistLater(&state, inode, durable: durable, waited: true)
+        if ticket == nil && state.nodes[inode]?.contentDirty == true { throw Failure(EIO) }
+        return ticket
     }
 
     private func waitForSave(_ ticket: WriteTicket, of inode: Inode) throws(FileSystemError) {

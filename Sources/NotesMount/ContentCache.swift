@@ -48,6 +48,9 @@ struct ContentCache {
         return false
     }
 
+    /// How many files' content is in spill files.
+    var spilledCount: Int { entries.values.count { if case .spilled = $0 { true } else { false } } }
+
     /// Inodes whose content is in memory, with its size.
     var resident: [(inode: Inode, count: Int)] {
         entries.compactMap { inode, content in

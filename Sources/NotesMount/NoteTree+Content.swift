@@ -10,6 +10,9 @@ extension NoteTree {
     /// counted): at most `contentBudget`, give or take files under `smallestSpill`.
     public var residentContentBytes: Int { state.withLock { $0.contents.residentBytes } }
 
+    /// Files whose content the mount holds in spill files now.
+    public var spilledContentFiles: Int { state.withLock { $0.contents.spilledCount } }
+
     func loadContent(_ state: inout State, _ inode: Inode) throws(Failure) {
         guard let node = state.nodes[inode], !state.contents.has(inode), !node.isDirectory else { return }
         var content: [UInt8] = []
@@ -138,6 +141,12 @@ extension NoteTree {
     /// what runs in the mount cannot grow it past the budget whatever it writes.
     /// - Parameter sparing: a file whose content is being loaded for the caller.
     func fitBudget(_ state: inout State, sparing: Inode? = nil) {
+        // Closed files kept in spill files only while their save was queued: once it is
+        // committed they go back to being read from the replica (and the spill file goes).
+        for old in Array(state.kept) where state.contents.isSpilled(old) && state.nodes[old]?.openCount == 0 && mayDropContent(&state, old) {
+            state.contents.remove(old)
+            state.kept.remove(old)
+        }
         guard state.contents.residentBytes > contentBudget else { return }
         for old in Array(state.kept) where state.contents.residentBytes > contentBudget && old != sparing {
             guard let kept = state.nodes[old], state.contents.has(old) else {

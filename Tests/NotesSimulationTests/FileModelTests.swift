@@ -96,6 +96,10 @@ import Testing
             tree.release(file.inode, handle: file.handle)
         }
         #expect(tree.residentContentBytes <= budget)
+        // Once their saves are committed, closed files leave their spill files (the tick).
+        replica.waitForQueuedWrites()
+        tree.saveUnsaved()
+        #expect(tree.spilledContentFiles == 0)
         let saved = try replica.load().records.filter { $0.name.hasPrefix("big") }.sorted { $0.name < $1.name }
         #expect(saved.count == 6)
         for (record, file) in zip(saved, files) {

@@ -30,6 +30,8 @@ struct ContentCache {
 
     /// Bytes of content held in memory (spilled content not counted).
     private(set) var residentBytes = 0
+    /// How many files' content is in spill files.
+    private(set) var spilledCount = 0
     private var entries: [Inode: Content] = [:]
     /// Where spill files are made.
     let spillDirectory: String
@@ -48,8 +50,6 @@ struct ContentCache {
         return false
     }
 
-    /// How many files' content is in spill files.
-    var spilledCount: Int { entries.values.count { if case .spilled = $0 { true } else { false } } }
 
     /// Inodes whose content is in memory, with its size.
     var resident: [(inode: Inode, count: Int)] {
@@ -68,7 +68,11 @@ struct ContentCache {
     }
 
     mutating func remove(_ inode: Inode) {
-        if case .memory(let bytes) = entries.removeValue(forKey: inode) { residentBytes -= bytes.count }
+        switch entries.removeValue(forKey: inode) {
+        case .memory(let bytes): residentBytes -= bytes.count
+        case .spilled: spilledCount -= 1
+        case nil: break
+        }
     }
 
     /// The whole content (read back from its spill file if it was spilled).
@@ -143,6 +147,7 @@ struct ContentCache {
         try written.get()
         entries[inode] = .spilled(file, count: bytes.count)
         residentBytes -= bytes.count
+        spilledCount += 1
     }
 }
 

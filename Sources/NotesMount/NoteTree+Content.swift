@@ -143,7 +143,8 @@ extension NoteTree {
     func fitBudget(_ state: inout State, sparing: Inode? = nil) {
         // Closed files kept in spill files only while their save was queued: once it is
         // committed they go back to being read from the replica (and the spill file goes).
-        for old in Array(state.kept) where state.contents.isSpilled(old) && state.nodes[old]?.openCount == 0 && mayDropContent(&state, old) {
+        for old in state.contents.spilledCount > 0 ? Array(state.kept) : []
+        where state.contents.isSpilled(old) && state.nodes[old]?.openCount == 0 && mayDropContent(&state, old) {
             state.contents.remove(old)
             state.kept.remove(old)
         }

@@ -151,7 +151,8 @@ final class Simulation {
         let description: String
         // The model follows what succeeded in a modelled mount's own private/ and Work.
         let path = modelPath(mount, target)
-        let modelled = path != nil
+        /// Whether this step touches the model (its outcome then decides the model's).
+        var touches = path != nil
         var model = models[mount.label] ?? PosixModel(shown: [:], after: 0)
         switch kind {
         case 0, 1:
@@ -197,12 +198,14 @@ final class Simulation {
             description = "mkdir \(folder.joined(separator: "/"))"
             outcome = mount.mkdir(folder)
             // (A folder made at the top of private/ is a zone, outside the model.)
-            if folder.count > 2, let path = modelPath(mount, folder) { model.makeFolder(path) }
+            touches = folder.count > 2 && modelPath(mount, folder) != nil
+            if touches, let path = modelPath(mount, folder) { model.makeFolder(path) }
         case 9:
             let folder = place.last == "d" ? place : place + ["d"]
             description = "rm -r \(folder.joined(separator: "/"))"
             outcome = mount.removeTree(folder)
-            if folder.count > 2, let path = modelPath(mount, folder) { model.removeTree(path) }
+            touches = folder.count > 2 && modelPath(mount, folder) != nil
+            if touches, let path = modelPath(mount, folder) { model.removeTree(path) }
         case 10:
             description = "open \(target.joined(separator: "/")) and keep it open (handle \(mount.holds.count))"
             outcome = mount.hold(place, name)
@@ -237,7 +240,8 @@ final class Simulation {
             let (from, to) = chance(50) ? (base + ["d"], base + ["e"]) : (base + ["e"], base + ["d"])
             description = "mv \(from.joined(separator: "/")) \(to.joined(separator: "/"))"
             outcome = mount.rename(from, to)
-            if from.count > 2, let fromPath = modelPath(mount, from), let toPath = modelPath(mount, to) { model.moveTree(fromPath, toPath) }
+            touches = from.count > 2 && modelPath(mount, from) != nil
+            if touches, let fromPath = modelPath(mount, from), let toPath = modelPath(mount, to) { model.moveTree(fromPath, toPath) }
         default:
             // mv to another folder (of another zone: EXDEV, as `mv` then copies).
             let destination = pick(places(mount))
@@ -245,6 +249,7 @@ final class Simulation {
             description = "mv \(target.joined(separator: "/")) \((destination + [other]).joined(separator: "/"))"
             outcome = mount.rename(target, destination + [other])
             let to = modelPath(mount, destination + [other])
+            touches = path != nil || to != nil
             if let path, let to {
                 model.move(path, to)
             } else if path != nil || to != nil {
@@ -252,7 +257,7 @@ final class Simulation {
                 model = restartModel(mount)
             }
         }
-        if modelled || models[mount.label] != nil && [8, 9, 13, 14].contains(kind) {
+        if touches && models[mount.label] != nil {
             // What failed part-way leaves what it left: the model starts again from it.
             models[mount.label] = outcome == nil ? model : restartModel(mount)
         }

@@ -16,6 +16,18 @@ public struct StoragePolicy: Sendable, Equatable {
     /// 10 GiB: room for a million notes of a few kilobytes with their histories.
     public static let defaultQuotaBytes: Int64 = 10 << 30
 
+    /// Why a change was refused over the quota of `owner`, as `actor` reads it.
+    package static func fullMessage(owner: String, actor: String, used: Int64, quota: Int64) -> String {
+        let sizes = "\(format(used)) of \(format(quota))"
+        return owner == actor
+            ? "Your storage is full (this change would use \(sizes)); delete notes or attachments, or ask the admin for more room. Nothing was saved."
+            : "\(owner)'s storage is full (this change would use \(sizes)); ask \(owner) to make room. Nothing was saved."
+    }
+
+    static func format(_ bytes: Int64) -> String {
+        ByteCountFormatter.string(fromByteCount: bytes, countStyle: .binary)
+    }
+
     /// Reads a size such as `500M`, `10G`, `1048576` or `0`/`none` (no limit).
     public static func parseSize(_ text: String) -> Int64?? {
         let lowered = text.lowercased().trimmingCharacters(in: .whitespaces)
@@ -44,6 +56,11 @@ public struct VersionRetention: Sendable, Equatable {
     public init(keepAllDays: Int = 30, keepDailyDays: Int = 365) {
         self.keepAllDays = keepAllDays
         self.keepDailyDays = max(keepDailyDays, keepAllDays)
+    }
+
+    /// Versions modified before this may have expired at `now` (none after it has).
+    package func expiring(at now: Date) -> Date {
+        now.addingTimeInterval(-Double(keepAllDays) * 86_400)
     }
 
     /// Of one record's versions (any order), the indices to delete at `now`.

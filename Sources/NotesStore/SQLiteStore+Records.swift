@@ -6,10 +6,7 @@ extension SQLiteStore {
     // MARK: Zones
 
     public func createZone(_ zone: ZoneID, actor: String) async throws(NotesError) -> Zone {
-        try Names.validateNewName(zone.name, what: "zone name")
-        guard zone.owner == actor else {
-            throw NotesError(.permissionFailure, "You can create zones only in your own private database.")
-        }
+        try ZoneAccess.checkCreate(zone, actor: actor)
         return try await write { context in
             if try Bool.fetchOne(context.db.cachedStatement(sql: "SELECT 1 FROM zones WHERE owner = ? AND name = ?"), arguments: [zone.owner, zone.name]) == true {
                 throw NotesError(.constraintViolation, "You already have a zone named \(zone.name).")
@@ -33,8 +30,7 @@ extension SQLiteStore {
                 var zones: [Zone] = []
                 for zone in try Self.sharedZoneIDs(db, actor: actor) {
                     let access = try ZoneAccess.load(db, zone: zone, actor: actor)
-                    zones.append(Zone(id: zone, changeToken: ZoneChangeToken(epoch: access.epoch, seq: seq, membership: access.membershipSeq).encoded,
-                                      shareIDs: access.readableShares))
+                    zones.append(access.sharedZone(at: seq))
                 }
                 return zones
             }
@@ -42,16 +38,11 @@ extension SQLiteStore {
     }
 
     public func deleteZone(_ zone: ZoneID, actor: String) async throws(NotesError) {
-        guard zone.owner == actor else {
-            throw NotesError(.permissionFailure, "Only the owner may delete a zone.")
-        }
-        guard !zone.isDefault else {
-            throw NotesError(.invalidArguments, "The default zone cannot be deleted; delete its records instead.")
-        }
+        try ZoneAccess.checkDelete(zone, actor: actor)
         try await write { context in
             let access = try ZoneAccess.load(context.db, zone: zone, actor: actor)
             let shares = ShareWriter(context: context)
-            for shareID in Array(access.rootShares.values) + [access.zoneWideShare].compactMap({ $0 }) {
+            for shareID in access.activeShares {
                 try shares.stop(shareID: shareID, zone: zone)
             }
             let db = context.db
@@ -68,7 +59,7 @@ extension SQLiteStore {
 
     public func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult {
         try request.validate()
-        let saves = try Self.parentsFirst(Self.updatesFirst(request.saves))
+        let saves = try RecordRules.ordered(request.saves)
         let deleting = Set(request.deletes.map(\.recordName))
         let store = self
         return try await write { context in
@@ -88,26 +79,11 @@ extension SQLiteStore {
                     saved.append(try writer.save(save))
                 }
             } catch {
-                var failure = store.convert(error)
-                if failure.code == .constraintViolation {
-                    let name = saves.first { $0.recordName == current }?.name ?? current
-                    failure.message = "A record named “\(name)” already exists in that folder; choose another name."
-                }
-                let names = request.deletes.map(\.recordName) + saves.map(\.recordName)
-                failure.itemErrors = names.map { name in
-                    name == current
-                        ? NotesError.ItemError(recordName: name, code: failure.code, message: failure.message, serverRecord: failure.serverRecord)
-                        : NotesError.ItemError(recordName: name, code: .batchRequestFailed, message: "Not applied: \(current) failed in the same operation.")
-                }
-                throw failure
+                throw RecordRules.batchFailure(store.convert(error), at: current, deletes: request.deletes, saves: saves)
             }
-            // Over the owner's quota, only what frees space goes through (deletes, smaller
-            // saves): a full account can always be cleaned up.
-            if let quota = store.storage.quotaBytes {
-                let usedAfter = try Storage.used(context.db, by: request.zone.owner)
-                if usedAfter > quota && usedAfter > usedBefore {
-                    throw NotesError(.quotaExceeded, Storage.fullMessage(owner: request.zone.owner, actor: actor, used: usedAfter, quota: quota))
-                }
+            if store.storage.quotaBytes != nil {
+                try RecordRules.checkQuota(store.storage, owner: request.zone.owner, actor: actor, usedBefore: usedBefore,
+                                           usedAfter: try Storage.used(context.db, by: request.zone.owner))
             }
             try context.zoneChanged(request.zone)
             return ModifyResult(saved: saved, deleted: request.deletes.map(\.recordName))
@@ -127,7 +103,7 @@ extension SQLiteStore {
     }
 
     public func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> ZoneChanges {
-        let limit = min(max(limit, 1), Limits.maxChangesPage)
+        let limit = ChangePage.clamp(limit)
         let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
         return try await readAside { db in
             let query = try ChangeQuery(db, zone: zone, since: parsed, limit: limit, actor: actor)
@@ -145,18 +121,14 @@ extension SQLiteStore {
                 bytes += record.contentSize
                 records.append((seq: row[9], record: record))
             }
-            let tombstones = try query.tombstones(db)
-            let end = query.end(recordSeqs: records.map(\.seq), tombstones: tombstones, recordsCutShort: cutShort)
-            let pageRecords = records.prefix { $0.seq <= end.cut }.map(\.record)
-            let deleted = ChangeQuery.deleted(tombstones, upTo: end.cut, present: Set(pageRecords.map(\.recordName)))
-            return ZoneChanges(records: pageRecords, deleted: deleted, changeToken: query.token(end.cut), moreComing: end.moreComing)
+            return query.page.changes(records: records, tombstones: try query.tombstones(db), recordsCutShort: cutShort)
         }
     }
 
     /// The same page as `zoneChanges`, written as JSON straight from SQLite's column
     /// buffers: no `Record` values or `String`s in between.
     public func zoneChangesJSON(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> EncodedZoneChanges {
-        let limit = min(max(limit, 1), Limits.maxChangesPage)
+        let limit = ChangePage.clamp(limit)
         let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
         return try await readAside { db in
             let query = try ChangeQuery(db, zone: zone, since: parsed, limit: limit, actor: actor)
@@ -187,31 +159,27 @@ extension SQLiteStore {
                 ends.append(out.count)
                 if !tombstones.isEmpty { names.append(writer.recordName) }
             }
-            let end = query.end(recordSeqs: seqs, tombstones: tombstones, recordsCutShort: cutShort)
+            let end = query.page.end(recordSeqs: seqs, tombstones: tombstones, recordsCutShort: cutShort)
             let kept = seqs.prefix { $0 <= end.cut }.count
             out.removeSubrange((kept == 0 ? RecordJSONWriter.pageStart.count : ends[kept - 1])...)
-            let deleted = tombstones.isEmpty ? [] : ChangeQuery.deleted(tombstones, upTo: end.cut, present: Set(names.prefix(kept)))
-            let token = query.token(end.cut)
+            let deleted = tombstones.isEmpty ? [] : ChangePage.deleted(tombstones, upTo: end.cut, present: Set(names.prefix(kept)))
+            let token = query.page.token(end.cut)
             RecordJSONWriter.finishPage(&out, changeToken: token, deleted: deleted, moreComing: end.moreComing)
             return EncodedZoneChanges(json: out, changeToken: token, moreComing: end.moreComing)
         }
     }
 
     public func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges {
-        let since = try token.map { text throws(NotesError) in try DatabaseChangeToken(parsing: text) }?.seq ?? 0
         return try await read { db in
             let current = try Self.currentSeq(db)
-            guard since <= current else {
-                throw NotesError(.invalidArguments, "The change token is not one this server issued; fetch without a token to start over.")
-            }
-            let newToken = DatabaseChangeToken(seq: current).encoded
+            let since = try DatabaseChanges.since(token, current: current)
             switch scope {
             case .private:
                 let changed = try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM zones WHERE owner = ? AND changed_seq > ? ORDER BY name"), arguments: [actor, since])
                 let deleted = try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT name FROM zone_tombstones WHERE owner = ? AND seq > ? AND name NOT IN (SELECT name FROM zones WHERE owner = ?)"),
                                                   arguments: [actor, since, actor])
                 return DatabaseChanges(changedZones: changed.map { ZoneID(owner: actor, name: $0) },
-                                       deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: newToken, moreComing: false)
+                                       deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
             case .shared:
                 let visible = Set(try Self.sharedZoneIDs(db, actor: actor))
                 let rows = try Row.fetchAll(db.cachedStatement(sql: """
@@ -219,42 +187,19 @@ extension SQLiteStore {
                     FROM participants p JOIN shares s ON s.id = p.share_id LEFT JOIN zones z ON z.owner = s.owner AND z.name = s.zone
                     WHERE p.account = ? AND p.role != 'owner' GROUP BY s.owner, s.zone
                     """), arguments: [actor])
-                var changed: [ZoneID] = []
-                var deleted: [ZoneID] = []
-                for row in rows {
-                    let zone = ZoneID(owner: row["owner"], name: row["zone"])
-                    let membership: Int64 = row["membership"]
-                    let zoneChanged: Int64 = row["changed"]
-                    if visible.contains(zone) {
-                        if membership > since || zoneChanged > since { changed.append(zone) }
-                    } else if membership > since {
-                        deleted.append(zone)
-                    }
-                }
-                return DatabaseChanges(changedZones: changed, deletedZones: deleted, changeToken: newToken, moreComing: false)
+                return DatabaseChanges.shared(rows.map { (zone: ZoneID(owner: $0["owner"], name: $0["zone"]), membership: $0["membership"], changed: $0["changed"]) },
+                                              visible: visible, since: since, current: current)
             }
         }
     }
 
     public func versions(of recordName: String, in zone: ZoneID, actor: String, limit: Int, before: String?) async throws(NotesError) -> API.Versions {
-        guard (1...Limits.maxVersionsPage).contains(limit) else {
-            throw NotesError(.invalidArguments, "limit must be 1 to \(Limits.maxVersionsPage); it was \(limit).")
-        }
-        let beforeSeq: Int64?
-        if let before {
-            let digits = before.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) }
-            guard digits, before.utf8.count <= 12, let seq = Int64(before, radix: 36) else {
-                throw NotesError(.invalidArguments, "before must be a change tag from the previous page; \"\(before)\" is not one.")
-            }
-            beforeSeq = seq
-        } else {
-            beforeSeq = nil
-        }
+        let beforeSeq = try RecordRules.versionsBefore(before, limit: limit)
         return try await read { db in
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
             let record = try StoredRecord.fetch(db, recordName, in: zone)
             guard record.map({ access.canRead(shareID: $0.shareID) }) ?? access.isOwner else {
-                throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
+                throw RecordRules.unknownRecord(recordName)
             }
             // This record's own history: not that of an earlier record deleted under the same
             // name (for a deleted record, the owner reads its last use's).
@@ -262,32 +207,17 @@ extension SQLiteStore {
                 ? "SELECT created_seq FROM records WHERE owner = ? AND zone = ? AND record_name = ?"
                 : "SELECT created_seq FROM versions WHERE owner = ? AND zone = ? AND record_name = ? ORDER BY seq DESC LIMIT 1"),
                 arguments: [zone.owner, zone.name, recordName]) ?? 0
-            var page: [RecordVersion] = []
-            var bytes = 0
-            // The record itself heads the first page.
-            if let record, beforeSeq == nil {
-                page.append(RecordVersion(changeTag: record.changeTag, name: record.name, parent: record.parent, body: record.body,
-                                          size: record.contentSize, modifiedBy: record.modifiedBy, modifiedAt: record.modifiedAt))
-                bytes += record.body?.utf8.count ?? 0
-            }
+            var page = VersionPage(record: record, beforeSeq: beforeSeq, limit: limit)
             let rows = try Row.fetchCursor(db.cachedStatement(sql: """
                 SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ? AND seq < ?
                 ORDER BY seq DESC LIMIT ?
                 """), arguments: [zone.owner, zone.name, recordName, createdSeq, beforeSeq ?? Int64.max, limit + 1])
-            var moreComing = false
-            while let row = try rows.next() {
-                // One more than fits (count or bytes, past the first) says more are coming.
-                if page.count >= limit || (!page.isEmpty && bytes >= Limits.maxChangesPageBytes) { moreComing = true; break }
+            while let row = try rows.next(), page.fitsAnother() {
                 let parent: String = row["parent"]
-                let body = StoredRecord.text(row["body"])
-                bytes += body?.utf8.count ?? 0
                 page.append(RecordVersion(changeTag: StoredRecord.changeTag(row["seq"]), name: row["name"], parent: parent.isEmpty ? nil : parent,
-                                          body: body, size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"])))
+                                          body: StoredRecord.text(row["body"]), size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"])))
             }
-            guard !page.isEmpty || beforeSeq != nil else {
-                throw NotesError(.unknownItem, "There is no record \(recordName) in this zone.")
-            }
-            return API.Versions(versions: page, moreComing: moreComing)
+            return try page.finish(recordName)
         }
     }
 
@@ -305,39 +235,5 @@ extension SQLiteStore {
               AND (p.role != 'publicUser' OR s.public_permission != 'none')
             ORDER BY s.owner, s.zone
             """), arguments: [actor]).map { ZoneID(owner: $0["owner"], name: $0["zone"]) }
-    }
-
-    /// Orders saves so that a folder created in the same operation comes before what
-    /// it holds; a cycle among the saves is refused.
-    /// Saves of records that exist (they carry a change tag) before new ones, each group
-    /// in the order sent: a rename in the batch frees its old name before a new record
-    /// takes it. (A mount that renamed `z.bin` away and made a new `z.bin` sent the new
-    /// one first, and the unique name index, checked row by row, refused it.)
-    static func updatesFirst(_ saves: [RecordSave]) -> [RecordSave] {
-        saves.filter { $0.changeTag != nil } + saves.filter { $0.changeTag == nil }
-    }
-
-    static func parentsFirst(_ saves: [RecordSave]) throws(NotesError) -> [RecordSave] {
-        let byName = Dictionary(saves.map { ($0.recordName, $0) }, uniquingKeysWith: { first, _ in first })
-        var done = Set<String>()
-        var ordered: [RecordSave] = []
-        ordered.reserveCapacity(saves.count)
-        for save in saves where !done.contains(save.recordName) {
-            var chain: [RecordSave] = []
-            var onChain = Set<String>()
-            var cursor: RecordSave? = save
-            while let current = cursor, !done.contains(current.recordName) {
-                guard onChain.insert(current.recordName).inserted else {
-                    throw NotesError(.invalidArguments, "The saves make \(current.recordName) its own ancestor; folders cannot contain themselves.")
-                }
-                chain.append(current)
-                cursor = current.parent.flatMap { byName[$0] }
-            }
-            for item in chain.reversed() {
-                done.insert(item.recordName)
-                ordered.append(item)
-            }
-        }
-        return ordered
     }
 }

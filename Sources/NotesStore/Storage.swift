@@ -8,17 +8,6 @@ enum Storage {
     static func used(_ db: Database, by owner: String) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT bytes FROM usage WHERE owner = ?"), arguments: [owner]) ?? 0
     }
-
-    static func fullMessage(owner: String, actor: String, used: Int64, quota: Int64) -> String {
-        let sizes = "\(format(used)) of \(format(quota))"
-        return owner == actor
-            ? "Your storage is full (this change would use \(sizes)); delete notes or attachments, or ask the admin for more room. Nothing was saved."
-            : "\(owner)'s storage is full (this change would use \(sizes)); ask \(owner) to make room. Nothing was saved."
-    }
-
-    static func format(_ bytes: Int64) -> String {
-        ByteCountFormatter.string(fromByteCount: bytes, countStyle: .binary)
-    }
 }
 
 extension SQLiteStore {
@@ -35,7 +24,7 @@ extension SQLiteStore {
     public func pruneVersions(maxRecords: Int = 200) async throws(NotesError) -> Int {
         let retention = storage.retention
         let now = clock()
-        let oldest = now.addingTimeInterval(-Double(retention.keepAllDays) * 86_400).storedValue
+        let oldest = retention.expiring(at: now).storedValue
         var removed = 0
         var after: (String, String, String, Int64)? = nil
         while true {

@@ -4,9 +4,7 @@ import NotesModel
 
 /// Reading records and change tags out of rows.
 enum StoredRecord {
-    /// A change tag is the record's change sequence number in base 36: short, opaque
-    /// to clients, and different after every modification.
-    static func changeTag(_ seq: Int64) -> String { String(seq, radix: 36) }
+    static func changeTag(_ seq: Int64) -> String { RecordRules.changeTag(seq) }
 
     /// A note's text as stored: its UTF-8 bytes, bound as a blob. GRDB binds and reads a
     /// `String` as a C string, which ends at the first NUL: a note holding one (a file

@@ -1,36 +1,36 @@
 import Dispatch
 import Crypto
 import _CryptoExtras
-import NotesModel
+package import NotesModel
 
 /// Bearer tokens: `ntk_<id>_<secret>`. The id finds the stored row; the secret (256
 /// random bits) is stored only as SHA-256 and compared in constant time, so neither a
 /// database leak nor response timing reveals a usable token.
-enum TokenSecrets {
-    struct Parts {
-        var id: String
-        var secret: String
+package enum TokenSecrets {
+    package struct Parts {
+        package var id: String
+        package var secret: String
     }
 
-    static func make() -> (token: String, id: String, hash: [UInt8]) {
+    package static func make() -> (token: String, id: String, hash: [UInt8]) {
         let id = SecureRandom.hex(bytes: 8)
         let secret = SecureRandom.token(bytes: 32)
         return ("ntk_\(id)_\(secret)", id, hash(secret))
     }
 
-    static func parse(_ token: String) -> Parts? {
+    package static func parse(_ token: String) -> Parts? {
         let parts = token.split(separator: "_", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "ntk", parts[1].utf8.count == 16, parts[2].utf8.count == 43 else { return nil }
         return Parts(id: String(parts[1]), secret: String(parts[2]))
     }
 
-    static func hash(_ secret: String) -> [UInt8] {
+    package static func hash(_ secret: String) -> [UInt8] {
         Array(SHA256.hash(data: Array(secret.utf8)))
     }
 
     /// Compares without an early exit, so the time taken does not depend on where
     /// the first differing byte is.
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         var difference: UInt8 = 0
         for index in a.indices {
@@ -42,10 +42,10 @@ enum TokenSecrets {
 
 /// Passwords of public links: PBKDF2-SHA256 (210,000 rounds, OWASP's figure) with a
 /// random 16-byte salt, compared in constant time. Every failure fails closed.
-enum LinkPasswords {
+package enum LinkPasswords {
     static let rounds = 210_000
 
-    static func hash(_ password: String) throws(NotesError) -> (salt: [UInt8], hash: [UInt8]) {
+    package static func hash(_ password: String) throws(NotesError) -> (salt: [UInt8], hash: [UInt8]) {
         let salt = SecureRandom.bytes(16)
         guard let hash = derive(password, salt: salt) else {
             throw NotesError(.internalError, "Could not hash the link's password; the link was left unchanged.")
@@ -53,14 +53,14 @@ enum LinkPasswords {
         return (salt, hash)
     }
 
-    static func matches(_ password: String, salt: [UInt8], hash: [UInt8]) -> Bool {
+    package static func matches(_ password: String, salt: [UInt8], hash: [UInt8]) -> Bool {
         guard hash.count == 32, let derived = derive(password, salt: salt) else { return false }
         return TokenSecrets.constantTimeEqual(derived, hash)
     }
 
     /// `matches` on a Dispatch thread: 210,000 rounds take tens of milliseconds, which
     /// must not stall Swift's cooperative pool or an event loop.
-    static func matchesOffThread(_ password: String, salt: [UInt8], hash: [UInt8]) async -> Bool {
+    package static func matchesOffThread(_ password: String, salt: [UInt8], hash: [UInt8]) async -> Bool {
         await withCheckedContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(returning: matches(password, salt: salt, hash: hash))

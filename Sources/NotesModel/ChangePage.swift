@@ -1,0 +1,113 @@
+/// Where a page of a zone's changes starts and ends, the same for every backend: the
+/// store reads the caller's view of the zone (all of it for the owner, the shares'
+/// records for a participant) from where the token left off, at most `limit + 1`
+/// records and tombstones each, and this cuts the page.
+package struct ChangePage: Sendable {
+    package let limit: Int
+    /// The change sequence the read saw last (the database's present).
+    package let current: Int64
+    package let access: ZoneAccess
+    /// Changes after this sequence number belong in the page.
+    package let since: Int64
+
+    /// Checks a client's token against the zone as it is now.
+    package init(access: ZoneAccess, since parsed: ZoneChangeToken?, limit: Int, current: Int64) throws(NotesError) {
+        if let parsed {
+            if parsed.epoch != access.epoch {
+                throw NotesError(.changeTokenExpired, "The zone \(access.zone.name) was deleted and created again; fetch all its records from scratch.")
+            }
+            if parsed.membership != access.membershipSeq {
+                throw NotesError(.changeTokenExpired, "Your access to \(access.zone.owner)'s notes changed; fetch all records from scratch.")
+            }
+            if parsed.seq > current {
+                throw NotesError(.invalidArguments, "The change token is not one this server issued; fetch without a token to start over.")
+            }
+        }
+        self.access = access
+        self.limit = limit
+        self.current = current
+        self.since = parsed?.seq ?? 0
+    }
+
+    /// A page size as asked for, within 1 and `Limits.maxChangesPage`.
+    package static func clamp(_ limit: Int) -> Int { min(max(limit, 1), Limits.maxChangesPage) }
+
+    /// Where the page ends: records and tombstones merged in change order, cut after
+    /// `limit` of them (or at the zone's present when fewer are left), and at the last
+    /// record read when reading stopped early for size (`recordsCutShort`).
+    package func end(recordSeqs: [Int64], tombstones: [(seq: Int64, name: String)], recordsCutShort: Bool = false) -> (cut: Int64, moreComing: Bool) {
+        var seqs = recordSeqs + tombstones.map(\.seq)
+        seqs.sort()
+        var moreComing = seqs.count > limit
+        var cut = moreComing ? seqs[limit - 1] : current
+        if recordsCutShort, let last = recordSeqs.last, last < cut {
+            cut = last
+            moreComing = true
+        }
+        return (cut, moreComing)
+    }
+
+    package func token(_ cut: Int64) -> String {
+        ZoneChangeToken(epoch: access.epoch, seq: cut, membership: access.membershipSeq).encoded
+    }
+
+    /// The names deleted within the page. A tombstone of a record that exists again in
+    /// the page is dropped, so a client never deletes what it should keep.
+    package static func deleted(_ tombstones: [(seq: Int64, name: String)], upTo cut: Int64, present: Set<String>) -> [String] {
+        var deleted: [String] = []
+        var seen = Set<String>()
+        for tombstone in tombstones where tombstone.seq <= cut && !present.contains(tombstone.name) && seen.insert(tombstone.name).inserted {
+            deleted.append(tombstone.name)
+        }
+        return deleted
+    }
+
+    /// How many of the records read next, of these content sizes, the page takes: it
+    /// stops once past `Limits.maxChangesPageBytes` (`cutShort`). For a store that reads
+    /// the sizes before the content.
+    package static func fitting(contentSizes: [Int]) -> (count: Int, cutShort: Bool) {
+        var bytes = 0
+        for (index, size) in contentSizes.enumerated() {
+            if bytes > Limits.maxChangesPageBytes { return (index, true) }
+            bytes += size
+        }
+        return (contentSizes.count, false)
+    }
+
+    /// The page of values from the records read (in change order, with their seqs, and
+    /// whether reading stopped for size) and the tombstones read.
+    package func changes(records: [(seq: Int64, record: Record)], tombstones: [(seq: Int64, name: String)], recordsCutShort: Bool) -> ZoneChanges {
+        let end = end(recordSeqs: records.map(\.seq), tombstones: tombstones, recordsCutShort: recordsCutShort)
+        let pageRecords = records.prefix { $0.seq <= end.cut }.map(\.record)
+        let deleted = Self.deleted(tombstones, upTo: end.cut, present: Set(pageRecords.map(\.recordName)))
+        return ZoneChanges(records: pageRecords, deleted: deleted, changeToken: token(end.cut), moreComing: end.moreComing)
+    }
+}
+
+extension DatabaseChanges {
+    /// The position a database token names, checked against the database's present.
+    package static func since(_ token: String?, current: Int64) throws(NotesError) -> Int64 {
+        let since = try token.map { text throws(NotesError) in try DatabaseChangeToken(parsing: text) }?.seq ?? 0
+        guard since <= current else {
+            throw NotesError(.invalidArguments, "The change token is not one this server issued; fetch without a token to start over.")
+        }
+        return since
+    }
+
+    /// The shared scope's changes from the caller's participations grouped by zone
+    /// (their newest membership change and the zone's newest change): a zone still
+    /// visible changed when either moved past `since`; one no longer visible whose
+    /// membership moved is gone for the caller.
+    package static func shared(_ rows: [(zone: ZoneID, membership: Int64, changed: Int64)], visible: Set<ZoneID>, since: Int64, current: Int64) -> DatabaseChanges {
+        var changed: [ZoneID] = []
+        var deleted: [ZoneID] = []
+        for row in rows {
+            if visible.contains(row.zone) {
+                if row.membership > since || row.changed > since { changed.append(row.zone) }
+            } else if row.membership > since {
+                deleted.append(row.zone)
+            }
+        }
+        return DatabaseChanges(changedZones: changed, deletedZones: deleted, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
+    }
+}

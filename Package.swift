@@ -52,11 +52,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // Persistence on PostgreSQL (postgres-nio): connection pool, versioned migrations,
-        // and (as it grows) the same `RecordStore` as the SQLite one.
+        // and the same `RecordStore` as the SQLite one (sharing its token and link-password
+        // hashing from NotesStore).
         .target(
             name: "NotesPostgres",
             dependencies: [
-                "NotesModel",
+                "NotesModel", "NotesStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

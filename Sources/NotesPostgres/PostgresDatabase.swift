@@ -138,6 +138,7 @@ public final class PostgresDatabase: Sendable {
             switch error.serverInfo?[.sqlState] {
             case "23505": return NotesError(.constraintViolation, "That name is already taken.")
             case "23503": return NotesError(.invalidArguments, "The request refers to something that does not exist.")
+            case "22021", "22P05": return NotesError(.invalidArguments, "The request holds a character that cannot be stored (a NUL).")
             case "57014": return NotesError(.serviceUnavailable, "The database took too long to answer; try again.")
             case "53100": return NotesError(.serviceUnavailable, "The database server's disk is full; free space and try again.")
             case "40001", "40P01": return NotesError(.serviceUnavailable, "The database is busy; try again.")

@@ -171,6 +171,20 @@ enum PostgresMigrations {
             CREATE TRIGGER usage_versions AFTER INSERT OR DELETE ON versions
                 FOR EACH ROW EXECUTE FUNCTION usage_of_version();
             """),
+        Migration(version: 2, name: "note text as bytes, tokens in the order issued", sql: """
+            -- A note's text is kept as its UTF-8 bytes, as SQLite keeps it: PostgreSQL's TEXT
+            -- cannot hold a NUL, and a note may (a file written with a hole). The usage
+            -- triggers count octet_length, the same for both types.
+            -- (The records trigger names the column, so it is made again around the change.)
+            DROP TRIGGER usage_records ON records;
+            ALTER TABLE records ALTER COLUMN body TYPE BYTEA USING convert_to(body, 'UTF8');
+            ALTER TABLE versions ALTER COLUMN body TYPE BYTEA USING convert_to(body, 'UTF8');
+            CREATE TRIGGER usage_records AFTER INSERT OR DELETE OR UPDATE OF body, bytes ON records
+                FOR EACH ROW EXECUTE FUNCTION usage_of_record();
+            -- Tokens are listed in the order they were issued (SQLite's rowid order), also
+            -- when two were issued at the same time.
+            ALTER TABLE tokens ADD COLUMN issued BIGINT GENERATED ALWAYS AS IDENTITY;
+            """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared

@@ -1,0 +1,184 @@
+import Foundation
+import NotesModel
+import PostgresNIO
+
+/// Applies the saves and deletes of one modify operation inside its transaction, each
+/// decided by `RecordRules` against the caller's `ZoneAccess` (as `RecordWriter` does
+/// for SQLite).
+final class PostgresRecordWriter {
+    let context: PostgresWrite
+    let access: ZoneAccess
+    let actor: String
+    /// Folders already read in this operation (a batch usually fills one folder).
+    private var folders: [String: Record] = [:]
+
+    init(context: PostgresWrite, access: ZoneAccess, actor: String) {
+        self.context = context
+        self.access = access
+        self.actor = actor
+    }
+    var zone: ZoneID { access.zone }
+    var sql: SQL { context.sql }
+
+    /// Deletes one record. Children must be gone already or be deleted in the same
+    /// operation (`deleting`); the owner deleting a share's root stops the share.
+    func delete(_ delete: RecordDelete, deleting: Set<String>) async throws {
+        let existing = try await PostgresRecords.fetchMetadata(sql, delete.recordName, in: zone)
+        let rootOf: String?
+        do {
+            rootOf = try RecordRules.checkDelete(delete, existing: existing, access: access)
+        } catch {
+            throw try await withServerRecord(error, delete.recordName)
+        }
+        guard let existing else { return }
+        let children = try await sql.column(
+            "SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND parent = \(existing.recordName)", as: String.self)
+        try RecordRules.checkEmptied(existing, children: children, deleting: deleting)
+        let seq = context.nextSeq()
+        try await PostgresRecords.keepVersion(sql, existing.recordName, in: zone)
+        try await sql.execute("DELETE FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(existing.recordName)")
+        folders[existing.recordName] = nil
+        try await sql.execute("""
+            INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind)
+            VALUES (\(zone.owner), \(zone.name), \(existing.recordName), \(seq), \(existing.shareID), 'deleted')
+            """)
+        if let rootOf {
+            folders.removeAll()
+            try await PostgresShareWriter(context: context).stop(shareID: rootOf, zone: zone)
+        }
+    }
+
+    /// Creates or updates one record; an update first keeps the previous state as a version.
+    func save(_ save: RecordSave) async throws -> Record {
+        let existing = try await PostgresRecords.fetchMetadata(sql, save.recordName, in: zone)
+        try RecordRules.checkName(save, existing: existing)
+        var parentShare = access.zoneWideShare
+        if let parentName = save.parent {
+            parentShare = try RecordRules.checkParent(save, parentName, parent: try await folder(parentName), existing: existing, access: access)
+        }
+        let ownShare = access.rootShares[save.recordName]
+        let newShare = ownShare ?? parentShare
+        let seq = context.nextSeq()
+        let body = PostgresRecords.storedText(save.body)
+        let now = context.now.storedValue
+
+        if let existing {
+            try await checkUpdate(save, existing: existing, ownShare: ownShare, parentShare: parentShare, newShare: newShare)
+            try await PostgresRecords.keepVersion(sql, save.recordName, in: zone)
+            try await sql.execute("""
+                UPDATE records SET name = \(save.name), parent = \(save.parent ?? ""), body = \(body), bytes = \(save.bytes), modified_at = \(now),
+                    modified_by = \(actor), seq = \(seq), share_id = \(newShare)
+                WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(save.recordName)
+                """)
+            if existing.shareID != newShare {
+                try await moveSubtree(of: existing, from: existing.shareID, to: newShare, recordSeq: seq)
+            }
+        } else {
+            try RecordRules.checkCreate(save, newShare: newShare, access: access)
+            try await sql.execute("""
+                INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id, created_seq)
+                VALUES (\(zone.owner), \(zone.name), \(save.recordName), \(save.recordType.rawValue), \(save.name), \(save.parent ?? ""), \(body), \(save.bytes),
+                        \(now), \(now), \(actor), \(seq), \(newShare), \(seq))
+                """)
+        }
+        let saved = RecordRules.saved(save, zone: zone, existing: existing, now: context.now, actor: actor, seq: seq, share: newShare)
+        if save.recordType == .folder { folders[save.recordName] = saved }
+        return saved
+    }
+
+    /// A folder of the zone, read once per operation.
+    private func folder(_ recordName: String) async throws -> Record? {
+        if let known = folders[recordName] { return known }
+        let record = try await PostgresRecords.fetchMetadata(sql, recordName, in: zone)
+        if let record, record.recordType == .folder { folders[recordName] = record }
+        return record
+    }
+
+    /// A rule's error; a `serverRecordChanged` gets the server's record attached.
+    private func withServerRecord(_ error: NotesError, _ recordName: String) async throws -> NotesError {
+        guard error.code == .serverRecordChanged else { return error }
+        var error = error
+        error.serverRecord = try await PostgresRecords.fetch(sql, recordName, in: zone)
+        return error
+    }
+
+    private func checkUpdate(_ save: RecordSave, existing: Record, ownShare: String?, parentShare: String?, newShare: String?) async throws {
+        let moved: Bool
+        do {
+            moved = try RecordRules.checkUpdate(save, existing: existing, ownShare: ownShare, newShare: newShare, access: access)
+        } catch {
+            throw try await withServerRecord(error, existing.recordName)
+        }
+        guard moved else { return }
+        // Walk up from the new parent: meeting the record itself means a cycle.
+        var cursor = save.parent
+        var steps = 0
+        while let current = cursor {
+            try RecordRules.checkAncestor(current, of: save, existing: existing, steps: steps)
+            cursor = try await sql.value(
+                "SELECT parent FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(current)", as: String.self)
+                .flatMap { $0.isEmpty ? nil : $0 }
+            steps += 1
+        }
+        if try RecordRules.checkMove(existing: existing, ownShare: ownShare, parentShare: parentShare, newShare: newShare) {
+            try RecordRules.checkNoNestedShare(existing, below: try await PostgresRecords.descendants(sql, of: existing.recordName, in: zone), access: access)
+        }
+    }
+
+    /// A record changed share: its participants' views must drop or gain it and every
+    /// record below it.
+    private func moveSubtree(of record: Record, from oldShare: String?, to newShare: String?, recordSeq: Int64) async throws {
+        if let oldShare {
+            try await sql.execute("""
+                INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind)
+                VALUES (\(zone.owner), \(zone.name), \(record.recordName), \(recordSeq), \(oldShare), 'left')
+                """)
+        }
+        guard record.recordType == .folder else { return }
+        folders.removeAll()
+        let writer = PostgresShareWriter(context: context)
+        for name in try await PostgresRecords.descendants(sql, of: record.recordName, in: zone) {
+            try await writer.setShare(of: name, in: zone, from: oldShare, to: newShare)
+        }
+    }
+}
+
+/// Share bookkeeping that several operations need inside their transaction (what
+/// `ShareWriter` does for SQLite).
+struct PostgresShareWriter {
+    let context: PostgresWrite
+    var sql: SQL { context.sql }
+
+    /// Moves one record from one share to another (either may be `nil`), with a new
+    /// change seq so that owners and the new share's participants fetch it, and a
+    /// 'left' tombstone so that the old share's participants drop it.
+    func setShare(of recordName: String, in zone: ZoneID, from oldShare: String?, to newShare: String?) async throws {
+        let seq = context.nextSeq()
+        try await sql.execute("UPDATE records SET share_id = \(newShare), seq = \(seq) WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName)")
+        if let oldShare, oldShare != newShare {
+            try await sql.execute("""
+                INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind)
+                VALUES (\(zone.owner), \(zone.name), \(recordName), \(seq), \(oldShare), 'left')
+                """)
+        }
+    }
+
+    /// Stops a share: every participant is removed (and told), and its records become
+    /// private again. The row stays, marked stopped, so participants' database changes
+    /// can report the zone gone.
+    func stop(shareID: String, zone: ZoneID) async throws {
+        let seq = context.nextSeq()
+        let accounts = try await sql.column("""
+            SELECT account FROM participants WHERE share_id = \(shareID) AND account IS NOT NULL AND role != 'owner' AND status != 'removed'
+            """, as: String.self)
+        try await sql.execute("UPDATE participants SET status = 'removed', changed_seq = \(seq) WHERE share_id = \(shareID) AND role != 'owner'")
+        try await sql.execute("UPDATE shares SET stopped = TRUE WHERE id = \(shareID)")
+        for name in try await sql.column("SELECT record_name FROM records WHERE share_id = \(shareID)", as: String.self) {
+            try await setShare(of: name, in: zone, from: shareID, to: nil)
+        }
+        for account in accounts {
+            context.notices.insert(ChangeNotice(account: account, scope: .shared, zone: nil))
+        }
+        context.notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone))
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+public import NotesModel
+import NotesStore
+import PostgresNIO
+
+extension PostgresStore {
+    static let accountColumns = "name, email, is_admin, created_at, disabled_at"
+
+    public func createAccount(name: String, email: String?, isAdmin: Bool) async throws(NotesError) -> Account {
+        try Names.validateAccount(name)
+        if let email { try Names.validateEmail(email) }
+        return try await write { context in
+            let sql = context.sql
+            if try await sql.exists("SELECT 1 FROM accounts WHERE name = \(name)") {
+                throw NotesError(.constraintViolation, "An account named \(name) already exists.")
+            }
+            if let email, try await sql.exists("SELECT 1 FROM accounts WHERE email = \(email)") {
+                throw NotesError(.constraintViolation, "Another account already has the email \(email).")
+            }
+            let account = Account(name: name, email: email, isAdmin: isAdmin, createdAt: context.now)
+            try await sql.execute("INSERT INTO accounts (name, email, is_admin, created_at) VALUES (\(name), \(email), \(isAdmin), \(context.now.storedValue))")
+            let epoch = context.nextSeq()
+            try await sql.execute("INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (\(name), \(ZoneID.defaultZoneName), \(epoch), \(epoch))")
+            // Email invitations sent before the account existed now resolve to it.
+            if let email {
+                let seq = context.nextSeq()
+                let resolved = try await sql.count("""
+                    UPDATE participants SET account = \(name), changed_seq = \(seq)
+                    WHERE email = \(email) AND account IS NULL AND share_id NOT IN (SELECT share_id FROM participants WHERE account = \(name))
+                    RETURNING 1
+                    """)
+                if resolved > 0 {
+                    context.notices.insert(ChangeNotice(account: name, scope: .shared, zone: nil))
+                }
+            }
+            return account
+        }
+    }
+
+    public func account(named name: String) async throws(NotesError) -> Account? {
+        try await readOne { sql in
+            try await sql.row("SELECT \(unescaped: Self.accountColumns) FROM accounts WHERE name = \(name)").map { try Self.account(from: $0) }
+        }
+    }
+
+    public func accounts() async throws(NotesError) -> [Account] {
+        try await readOne { sql in
+            try await sql.rows("SELECT \(unescaped: Self.accountColumns) FROM accounts ORDER BY name COLLATE \"C\"").map { try Self.account(from: $0) }
+        }
+    }
+
+    public func issueToken(for name: String, lifetime: Double?, label: String?) async throws(NotesError) -> (token: String, info: TokenInfo) {
+        if let lifetime { try Limits.validateLifetime(lifetime, field: "expiresIn", allowsZero: false) }
+        if let label { try Names.validateLabel(label) }
+        let made = TokenSecrets.make()
+        return try await write(sequenced: false) { context in
+            guard try await context.sql.exists("SELECT 1 FROM accounts WHERE name = \(name)") else {
+                throw NotesError(.unknownItem, "\(name) is not an account on this server; create it with `notes account create \(name)`.")
+            }
+            let expiry = lifetime.map { context.now.addingTimeInterval($0) }
+            try await context.sql.execute("""
+                INSERT INTO tokens (id, account, secret_hash, created_at, expires_at, label)
+                VALUES (\(made.id), \(name), \(Data(made.hash)), \(context.now.storedValue), \(expiry?.storedValue), \(label))
+                """)
+            return (made.token, TokenInfo(id: made.id, account: name, label: label, createdAt: context.now, expiresAt: expiry))
+        }
+    }
+
+    public func authenticate(token: String) async throws(NotesError) -> AuthenticatedToken? {
+        guard let parts = TokenSecrets.parse(token), !parts.id.utf8.contains(0) else { return nil }
+        let presented = TokenSecrets.hash(parts.secret)
+        let now = clock().storedValue
+        return try await readOne { sql in
+            guard let row = try await sql.row("""
+                SELECT t.secret_hash, t.expires_at, a.name, a.email, a.is_admin, a.created_at, a.disabled_at
+                FROM tokens t JOIN accounts a ON a.name = t.account WHERE t.id = \(parts.id)
+                """)
+            else { return nil }
+            let (stored, expiry) = try row.decode((Data, Double?).self)
+            guard TokenSecrets.constantTimeEqual(Array(stored), presented) else { return nil }
+            if let expiry, expiry < now { return nil }
+            let account = try Self.account(from: row, at: 2)
+            guard !account.isDisabled else { return nil }
+            return AuthenticatedToken(account: account, tokenID: parts.id)
+        }
+    }
+
+    public func tokens(of account: String) async throws(NotesError) -> [TokenInfo] {
+        let now = clock().storedValue
+        return try await readOne { sql in
+            try await sql.rows("""
+                SELECT id, account, label, created_at, expires_at FROM tokens
+                WHERE account = \(account) AND (expires_at IS NULL OR expires_at >= \(now)) ORDER BY created_at, issued
+                """).map(Self.tokenInfo(from:))
+        }
+    }
+
+    public func revokeToken(id: String, owner: String?) async throws(NotesError) -> TokenInfo {
+        try await write(sequenced: false) { context in
+            let row = try await context.sql.row("DELETE FROM tokens WHERE id = \(id) AND (\(owner)::TEXT IS NULL OR account = \(owner)) RETURNING id, account, label, created_at, expires_at")
+            // Someone else's token reads as no token at all: ids are not to be probed.
+            guard let row else {
+                throw NotesError(.unknownItem, "There is no token \(id) of yours; `GET /v1/tokens` lists them.")
+            }
+            return try Self.tokenInfo(from: row)
+        }
+    }
+
+    public func setAccountDisabled(_ name: String, _ disabled: Bool) async throws(NotesError) -> Account {
+        try await write(sequenced: false) { context in
+            let row = try await context.sql.row("""
+                UPDATE accounts SET disabled_at = CASE WHEN \(disabled) THEN COALESCE(disabled_at, \(context.now.storedValue)) ELSE NULL END
+                WHERE name = \(name) RETURNING \(unescaped: Self.accountColumns)
+                """)
+            guard let row else {
+                throw NotesError(.unknownItem, "\(name) is not an account on this server.")
+            }
+            return try Self.account(from: row)
+        }
+    }
+
+    static func tokenInfo(from row: PostgresRow) throws -> TokenInfo {
+        let (id, account, label, createdAt, expiresAt) = try row.decode((String, String, String?, Double, Double?).self)
+        return TokenInfo(id: id, account: account, label: label, createdAt: Date(stored: createdAt), expiresAt: expiresAt.map { Date(stored: $0) })
+    }
+
+    /// An account from `accountColumns`, starting at column `first` of the row.
+    static func account(from row: PostgresRow, at first: Int = 0) throws -> Account {
+        let cells = row.makeRandomAccess()
+        let name = try cells[first].decode(String.self)
+        let email = try cells[first + 1].decode(String?.self)
+        let isAdmin = try cells[first + 2].decode(Bool.self)
+        let createdAt = try cells[first + 3].decode(Double.self)
+        let disabledAt = try cells[first + 4].decode(Double?.self)
+        return Account(name: name, email: email, isAdmin: isAdmin, createdAt: Date(stored: createdAt), isDisabled: disabledAt != nil)
+    }
+}

@@ -1,0 +1,213 @@
+import Foundation
+public import NotesModel
+import PostgresNIO
+
+extension PostgresStore {
+    // MARK: Zones
+
+    public func createZone(_ zone: ZoneID, actor: String) async throws(NotesError) -> Zone {
+        try ZoneAccess.checkCreate(zone, actor: actor)
+        return try await write { context in
+            if try await context.sql.exists("SELECT 1 FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)") {
+                throw NotesError(.constraintViolation, "You already have a zone named \(zone.name).")
+            }
+            let epoch = context.nextSeq()
+            try await context.sql.execute("INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (\(zone.owner), \(zone.name), \(epoch), \(epoch))")
+            context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))
+            return Zone(id: zone, changeToken: ZoneChangeToken(epoch: epoch, seq: epoch, membership: 0).encoded)
+        }
+    }
+
+    public func zones(scope: DatabaseScope, actor: String) async throws(NotesError) -> [Zone] {
+        try await read { sql in
+            let seq = try await PostgresRecords.currentSeq(sql)
+            switch scope {
+            case .private:
+                return try await sql.rows("SELECT name, epoch FROM zones WHERE owner = \(actor) ORDER BY name COLLATE \"C\"").map { row in
+                    let (name, epoch) = try row.decode((String, Int64).self)
+                    return Zone(id: ZoneID(owner: actor, name: name), changeToken: ZoneChangeToken(epoch: epoch, seq: seq, membership: 0).encoded)
+                }
+            case .shared:
+                var zones: [Zone] = []
+                for zone in try await PostgresRecords.sharedZoneIDs(sql, actor: actor) {
+                    let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
+                    zones.append(access.sharedZone(at: seq))
+                }
+                return zones
+            }
+        }
+    }
+
+    public func deleteZone(_ zone: ZoneID, actor: String) async throws(NotesError) {
+        try ZoneAccess.checkDelete(zone, actor: actor)
+        try await write { context in
+            let sql = context.sql
+            let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
+            let shares = PostgresShareWriter(context: context)
+            for shareID in access.activeShares {
+                try await shares.stop(shareID: shareID, zone: zone)
+            }
+            try await sql.execute("DELETE FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name)")
+            try await sql.execute("DELETE FROM tombstones WHERE owner = \(zone.owner) AND zone = \(zone.name)")
+            try await sql.execute("DELETE FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name)")
+            try await sql.execute("DELETE FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)")
+            try await sql.execute("INSERT INTO zone_tombstones (owner, name, seq) VALUES (\(zone.owner), \(zone.name), \(context.nextSeq()))")
+            context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))
+        }
+    }
+
+    // MARK: Records
+
+    public func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult {
+        try request.validate()
+        let saves = try RecordRules.ordered(request.saves)
+        let deleting = Set(request.deletes.map(\.recordName))
+        return try await write { context in
+            let owner = request.zone.owner
+            let access = try await PostgresRecords.access(context.sql, zone: request.zone, actor: actor)
+            let writer = PostgresRecordWriter(context: context, access: access, actor: actor)
+            var saved: [Record] = []
+            saved.reserveCapacity(saves.count)
+            var current = ""
+            let usedBefore = try await PostgresRecords.usage(context.sql, of: owner)
+            do {
+                for delete in request.deletes {
+                    current = delete.recordName
+                    try await writer.delete(delete, deleting: deleting)
+                }
+                for save in saves {
+                    current = save.recordName
+                    saved.append(try await writer.save(save))
+                }
+            } catch {
+                throw RecordRules.batchFailure(convert(error), at: current, deletes: request.deletes, saves: saves)
+            }
+            if storage.quotaBytes != nil {
+                let usedAfter = try await PostgresRecords.usage(context.sql, of: owner)
+                try RecordRules.checkQuota(storage, owner: owner, actor: actor, usedBefore: usedBefore, usedAfter: usedAfter)
+            }
+            try await context.zoneChanged(request.zone)
+            return ModifyResult(saved: saved, deleted: request.deletes.map(\.recordName))
+        }
+    }
+
+    public func records(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> [Record] {
+        guard recordNames.count <= Limits.maxChangesPage else {
+            throw NotesError(.limitExceeded, "Look up at most \(Limits.maxChangesPage) records at once.")
+        }
+        return try await read { sql in
+            let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
+            var found: [Record] = []
+            // (A name holding a NUL cannot be stored, so it is not there.)
+            for name in recordNames where !name.utf8.contains(0) {
+                if let record = try await PostgresRecords.fetch(sql, name, in: zone), access.canRead(shareID: record.shareID) {
+                    found.append(record)
+                }
+            }
+            return found
+        }
+    }
+
+    public func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> ZoneChanges {
+        let limit = ChangePage.clamp(limit)
+        let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
+        return try await read { sql in
+            let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
+            let page = try ChangePage(access: access, since: parsed, limit: limit, current: try await PostgresRecords.currentSeq(sql))
+            // The owner reads the whole zone, a participant the shares it may read. Sizes
+            // first, so that content past the page's byte bound is never sent.
+            let owner = zone.owner, name = zone.name, since = page.since
+            let recordFilter: PostgresQuery
+            let tombstoneFilter: PostgresQuery
+            if access.isOwner {
+                recordFilter = "owner = \(owner) AND zone = \(name) AND seq > \(since)"
+                tombstoneFilter = "owner = \(owner) AND zone = \(name) AND seq > \(since) AND kind = 'deleted'"
+            } else {
+                let shares = access.readableShares
+                recordFilter = "owner = \(owner) AND zone = \(name) AND seq > \(since) AND share_id = ANY(\(shares))"
+                tombstoneFilter = recordFilter
+            }
+            let sizes = try await sql.column(
+                recordFilter.selecting("COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)", from: "records", limit: limit + 1), as: Int.self)
+            let (count, cutShort) = ChangePage.fitting(contentSizes: sizes)
+            let records = try await sql.rows(recordFilter.selecting(PostgresRecords.columns, from: "records", limit: count))
+                .map { try PostgresRecords.record(from: $0, zone: zone) }
+            let tombstones = try await sql.rows(tombstoneFilter.selecting("seq, record_name", from: "tombstones", limit: limit + 1)).map { row in
+                let (seq, name) = try row.decode((Int64, String).self)
+                return (seq: seq, name: name)
+            }
+            return page.changes(records: records, tombstones: tombstones, recordsCutShort: cutShort)
+        }
+    }
+
+    public func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges {
+        try await read { sql in
+            let current = try await PostgresRecords.currentSeq(sql)
+            let since = try DatabaseChanges.since(token, current: current)
+            switch scope {
+            case .private:
+                let changed = try await sql.column(
+                    "SELECT name FROM zones WHERE owner = \(actor) AND changed_seq > \(since) ORDER BY name COLLATE \"C\"", as: String.self)
+                let deleted = try await sql.column("""
+                    SELECT DISTINCT name FROM zone_tombstones WHERE owner = \(actor) AND seq > \(since) AND name NOT IN (SELECT name FROM zones WHERE owner = \(actor))
+                    """, as: String.self)
+                return DatabaseChanges(changedZones: changed.map { ZoneID(owner: actor, name: $0) },
+                                       deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
+            case .shared:
+                let visible = Set(try await PostgresRecords.sharedZoneIDs(sql, actor: actor))
+                let rows = try await sql.rows("""
+                    SELECT s.owner, s.zone, MAX(p.changed_seq), MAX(COALESCE(z.changed_seq, 0))
+                    FROM participants p JOIN shares s ON s.id = p.share_id LEFT JOIN zones z ON z.owner = s.owner AND z.name = s.zone
+                    WHERE p.account = \(actor) AND p.role != 'owner' GROUP BY s.owner, s.zone
+                    """).map { row in
+                    let (owner, name, membership, changed) = try row.decode((String, String, Int64, Int64).self)
+                    return (zone: ZoneID(owner: owner, name: name), membership: membership, changed: changed)
+                }
+                return DatabaseChanges.shared(rows, visible: visible, since: since, current: current)
+            }
+        }
+    }
+
+    public func versions(of recordName: String, in zone: ZoneID, actor: String, limit: Int, before: String?) async throws(NotesError) -> API.Versions {
+        let beforeSeq = try RecordRules.versionsBefore(before, limit: limit)
+        return try await read { sql in
+            let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
+            let record = try await PostgresRecords.fetch(sql, recordName, in: zone)
+            guard record.map({ access.canRead(shareID: $0.shareID) }) ?? access.isOwner else {
+                throw RecordRules.unknownRecord(recordName)
+            }
+            // This record's own history: not that of an earlier record deleted under the same
+            // name (for a deleted record, the owner reads its last use's).
+            let createdSeq = try await sql.value(record != nil
+                ? "SELECT created_seq FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName)"
+                : "SELECT created_seq FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName) ORDER BY seq DESC LIMIT 1",
+                as: Int64.self) ?? 0
+            var page = VersionPage(record: record, beforeSeq: beforeSeq, limit: limit)
+            let filter: PostgresQuery = """
+                owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName) AND created_seq = \(createdSeq) AND seq < \(beforeSeq ?? Int64.max)
+                """
+            // Sizes first, so that texts past the page's byte bound are never sent.
+            let sizes = try await sql.column(filter.selecting("COALESCE(octet_length(body), 0)", from: "versions", limit: limit + 1, newestFirst: true), as: Int.self)
+            let count = page.fitting(bodySizes: sizes)
+            let rows = try await sql.rows(filter.selecting("seq, name, parent, body, size, modified_by, modified_at", from: "versions", limit: count, newestFirst: true))
+            for row in rows {
+                let (seq, name, parent, body, size, modifiedBy, modifiedAt) = try row.decode((Int64, String, String, Data?, Int, String, Double).self)
+                page.append(RecordVersion(changeTag: RecordRules.changeTag(seq), name: name, parent: parent.isEmpty ? nil : parent,
+                                          body: body.map { String(decoding: $0, as: UTF8.self) }, size: size, modifiedBy: modifiedBy, modifiedAt: Date(stored: modifiedAt)))
+            }
+            if sizes.count > count { _ = page.fitsAnother() }
+            return try page.finish(recordName)
+        }
+    }
+}
+
+extension PostgresQuery {
+    /// `SELECT columns FROM table WHERE self ORDER BY seq LIMIT limit`, with this
+    /// filter's values bound as they are.
+    func selecting(_ columns: String, from table: String, limit: Int, newestFirst: Bool = false) -> PostgresQuery {
+        var bindings = binds
+        bindings.append(limit)
+        let order = newestFirst ? "DESC" : ""
+        return PostgresQuery(unsafeSQL: "SELECT \(columns) FROM \(table) WHERE \(sql) ORDER BY seq \(order) LIMIT $\(bindings.count)", binds: bindings)
+    }
+}

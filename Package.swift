@@ -181,7 +181,11 @@ let package = Package(
         .testTarget(name: "NotesReplicaTests", dependencies: ["NotesModel", "NotesReplica"], swiftSettings: strictSettings),
         .testTarget(
             name: "NotesStoreTests",
-            dependencies: ["NotesModel", "NotesStore", "NotesPostgres", "NotesTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "NotesModel", "NotesStore", "NotesPostgres", "NotesTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                // (for tests that play an older notesd on PostgreSQL)
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         // Real notesd and mount processes for the tests of every target that needs them.

@@ -6,6 +6,8 @@ import Testing
 @Suite struct DurabilityTests {
     /// A write that returned must survive a power cut: every commit syncs the WAL.
     /// (GRDB sets its pools' writer to NORMAL after `prepareDatabase`; this catches it.)
+    /// SQLite only: on PostgreSQL a commit's durability is the server's setting
+    /// (`synchronous_commit`, `fsync`), not something the store chooses per connection.
     @Test func theWriterCommitsWithSynchronousFull() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notes-durability-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

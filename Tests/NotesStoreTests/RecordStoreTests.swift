@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import NotesModel
 import Testing
 
@@ -15,9 +14,7 @@ import Testing
         }
         // Given a name stored by an older notesd
         let old = try await f.note("old", "plain.md", body: "one")
-        try await DatabaseQueue(path: f.location).write { db in
-            try db.execute(sql: "UPDATE records SET name = ? WHERE record_name = 'old'", arguments: ["line\nbreak.md"])
-        }
+        try await f.playOlderVersion("UPDATE records SET name = ? WHERE record_name = 'old'", ["line\nbreak.md"])
         // Then it reads back, takes a new body under its name, and can be renamed to a visible one
         #expect(try await f.all()["old"]?.name == "line\nbreak.md")
         let edited = try await f.save([RecordSave(recordName: "old", recordType: .note, name: "line\nbreak.md", body: "two", changeTag: old.changeTag)])[0]

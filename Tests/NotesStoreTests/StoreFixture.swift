@@ -1,6 +1,8 @@
 import Foundation
 import NotesModel
+import NotesPostgres
 import NotesStore
+import NotesTestSupport
 import Synchronization
 import Testing
 
@@ -11,20 +13,26 @@ final class ManualClock: Sendable {
     func advance(by seconds: Double) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
 
-/// A backend the conformance suite runs against. PostgreSQL joins this list when it
-/// exists; every test below then runs against both.
+/// A backend the conformance suite runs against: every test below runs against each.
 enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite
+    case postgres
     var testDescription: String { rawValue }
 
-    /// The store, and where its data lives (for a test that plays an older version).
-    func makeStore(clock: ManualClock, storage: StoragePolicy = StoragePolicy()) throws -> (any RecordStore, String) {
+    /// The store, where its data lives (a file's path, a database's URL), and what must
+    /// live as long as the store (PostgreSQL's running pool).
+    func makeStore(clock: ManualClock, storage: StoragePolicy = StoragePolicy()) async throws -> (any RecordStore, String, PostgresPool?) {
         switch self {
         case .sqlite:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notes-store-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let path = folder.appendingPathComponent("notes.sqlite").path
-            return (try SQLiteStore(path: path, clock: { clock.now }, storage: storage), path)
+            return (try SQLiteStore(path: path, clock: { clock.now }, storage: storage), path, nil)
+        case .postgres:
+            let url = try PostgresCluster.shared().createDatabase()
+            let pool = try PostgresPool(url: url)
+            try await pool.database.migrate()
+            return (PostgresStore(database: pool.database, clock: { clock.now }, storage: storage), url, pool)
         }
     }
 }
@@ -32,13 +40,16 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// A fresh store with three accounts, and helpers that keep tests short.
 struct Fixture {
     let store: any RecordStore
+    let backend: Backend
     let location: String
+    let pool: PostgresPool?
     let clock = ManualClock()
     static let alice = "alice", bob = "bob", carol = "carol"
     var aliceZone: ZoneID { ZoneID(owner: Self.alice, name: ZoneID.defaultZoneName) }
 
     init(_ backend: Backend, storage: StoragePolicy = StoragePolicy()) async throws {
-        (store, location) = try backend.makeStore(clock: clock, storage: storage)
+        self.backend = backend
+        (store, location, pool) = try await backend.makeStore(clock: clock, storage: storage)
         _ = try await store.createAccount(name: Self.alice, email: "alice@example.com", isAdmin: true)
         _ = try await store.createAccount(name: Self.bob, email: "bob@example.com", isAdmin: false)
         _ = try await store.createAccount(name: Self.carol, email: nil, isAdmin: false)

@@ -153,8 +153,10 @@ public protocol KernelCache: Sendable {
     func invalidateContent(of inode: Inode)
     /// Drops the cached lookup of `name` in `parent` (a name that appeared, moved or went away).
     func invalidateEntry(parent: Inode, name: String)
-    /// Looks a folder up by the path it moved to (relative to the mount), so the kernel
-    /// joins its folder object to the new name: processes standing in a folder that was
-    /// renamed elsewhere keep a working directory (`getcwd`).
-    func lookUpAgain(_ relativePath: String)
+    /// A folder moved: looks it up by the path it moved to (relative to the mount), so
+    /// the kernel joins its folder object to the new name, and only then drops the old
+    /// name. Processes standing in a folder renamed elsewhere keep a working directory
+    /// (`getcwd`) throughout. The new name is expired rather than dropped, so that a
+    /// lookup that already found the folder there is not undone.
+    func relink(_ relativePath: String, newName: (parent: Inode, name: String), oldName: (parent: Inode, name: String))
 }

@@ -124,24 +124,38 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     }
 
     public func invalidateEntry(parent: Inode, name: String) {
+        notifyEntry(parent: parent, name: name, expireOnly: false)
+    }
+
+    public func relink(_ relativePath: String, newName: (parent: Inode, name: String), oldName: (parent: Inode, name: String)) {
+        guard !stopping.load(ordering: .sequentiallyConsistent) else { return }
+        let path = "\(mountpoint)/\(relativePath)"
+        // Off the caller's thread: the lookup is a request this very process answers.
+        DispatchQueue.global().async { [self] in
+            notifyEntry(parent: newName.parent, name: newName.name, expireOnly: true)
+            var info = stat()
+            _ = stat(path, &info)
+            notifyEntry(parent: oldName.parent, name: oldName.name, expireOnly: false)
+        }
+    }
+
+    /// Drops (or, with `expireOnly`, only times out) the kernel's entry for `name`. An
+    /// expired entry is checked by a lookup on its next use and kept if it still names
+    /// the same inode; kernels before 6.2 cannot expire, and drop it instead.
+    private func notifyEntry(parent: Inode, name: String, expireOnly: Bool) {
         var bytes = Array(name.utf8)
         withLiveSession { session in
             bytes.withUnsafeMutableBufferPointer { buffer in
                 buffer.withMemoryRebound(to: CChar.self) { chars in
-                    let result = fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
+                    var result = expireOnly
+                        ? fuse_lowlevel_notify_expire_entry(session, parent, chars.baseAddress, chars.count, FUSE_LL_EXPIRE_ONLY)
+                        : fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
+                    if result == -ENOSYS && expireOnly {
+                        result = fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
+                    }
                     if result != 0 && result != -ENOENT { fputs("notes: invalidating \(name) in \(parent) failed: \(result)\n", stderr) }
                 }
             }
-        }
-    }
-
-    public func lookUpAgain(_ relativePath: String) {
-        guard !stopping.load(ordering: .sequentiallyConsistent) else { return }
-        let path = "\(mountpoint)/\(relativePath)"
-        // Off the caller's thread: the lookup is a request this very process answers.
-        DispatchQueue.global().async {
-            var info = stat()
-            _ = stat(path, &info)
         }
     }
 

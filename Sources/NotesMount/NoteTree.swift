@@ -297,8 +297,11 @@ public final class NoteTree: Sendable {
             if node.attached {
                 // Moving, not leaving: the node must survive even if the kernel never looked it up.
                 detach(&state, inode, dropping: false)
-                invalidations.append(.entry(node.parent, node.name))
-                if node.isDirectory && node.lookups > 0 { invalidations.append(.relink(inode)) }
+                if node.isDirectory && node.lookups > 0 {
+                    invalidations.append(.relink(inode, from: node.parent, name: node.name))
+                } else {
+                    invalidations.append(.entry(node.parent, node.name))
+                }
             }
             attach(&state, inode, parent: parent, name: record.name, invalidations: &invalidations)
         }
@@ -432,8 +435,9 @@ public final class NoteTree: Sendable {
     enum Invalidation: Hashable {
         case content(Inode)
         case entry(Inode, String)
-        /// A folder moved elsewhere: look it up at its new place (after the entries).
-        case relink(Inode)
+        /// A folder the kernel knows moved away from `name` in `from`: the kernel must
+        /// join its folder object to the new name before it forgets the old one.
+        case relink(Inode, from: Inode, name: String)
     }
 
     /// Sends what tree changes left in `pendingInvalidations` from another thread: a
@@ -449,19 +453,41 @@ public final class NoteTree: Sendable {
     }
 
     /// Tells the kernel, outside the lock, what it must look up or read again.
+    ///
+    /// A folder that moved is handled apart: dropping its old name first would leave a
+    /// process standing in it without a working directory until the new name is looked
+    /// up, and dropping its new name after a lookup already found it there would do the
+    /// same (`getcwd` failed with ENOENT once in ten runs under load). So both of its
+    /// names are left to `KernelCache.relink`, which looks the new one up first.
     func invalidate(_ invalidations: [Invalidation]) {
         guard !invalidations.isEmpty, let cache = kernel.withLock({ $0 }) else { return }
+        var moves: [(path: String, to: Inode, name: String, from: Inode, oldName: String)] = []
+        for case .relink(let inode, let from, let oldName) in invalidations {
+            guard let place = place(ofInode: inode), let path = path(ofInode: inode) else {
+                cache.invalidateEntry(parent: from, name: oldName)
+                continue
+            }
+            moves.append((path, place.parent, place.name, from, oldName))
+        }
+        let handledByMoves = Set(moves.flatMap { [Invalidation.entry($0.to, $0.name), .entry($0.from, $0.oldName)] })
         var seen = Set<Invalidation>()
-        var relinks: [Inode] = []
         for item in invalidations where seen.insert(item).inserted {
             switch item {
             case .content(let inode): cache.invalidateContent(of: inode)
-            case .entry(let parent, let name): cache.invalidateEntry(parent: parent, name: name)
-            case .relink(let inode): relinks.append(inode)
+            case .entry(let parent, let name) where !handledByMoves.contains(item): cache.invalidateEntry(parent: parent, name: name)
+            case .entry, .relink: continue
             }
         }
-        for inode in relinks {
-            if let path = path(ofInode: inode) { cache.lookUpAgain(path) }
+        for move in moves {
+            cache.relink(move.path, newName: (move.to, move.name), oldName: (move.from, move.oldName))
+        }
+    }
+
+    /// Where a node is shown: its folder and name, if it is attached.
+    func place(ofInode inode: Inode) -> (parent: Inode, name: String)? {
+        state.withLock { state in
+            guard let node = state.nodes[inode], node.attached else { return nil }
+            return (node.parent, node.name)
         }
     }
 }

@@ -45,6 +45,15 @@ import Testing
         _ = try await local.stop()
     }
 
+    /// The account the client's token names, or `nil` when notesd refuses the token.
+    static func accountName(_ client: NotesClient) async throws -> String? {
+        do {
+            return try await client.whoami().name
+        } catch where error.code == .notAuthenticated {
+            return nil
+        }
+    }
+
     @Test func peerCredentialsAndTokens() async throws {
         let daemon = try await DaemonProcess.started()
         // On the socket, with no token, the caller is its Unix user, who is the admin.
@@ -59,8 +68,13 @@ import Testing
         await Self.expectFailure(.notAuthenticated) { _ = try await daemon.client(token: "ntk_0123456789abcdef_" + String(repeating: "x", count: 43)).whoami() }
         await Self.expectFailure(.notAuthenticated) { _ = try await daemon.client(token: "not-a-token").whoami() }
         // Margins a loaded 2-core CI machine keeps while mount and browser tests run beside.
+        let issued = ContinuousClock.now
         let shortLived = try await daemon.client().issueToken(for: "alice", expiresIn: 6)
-        #expect(try await daemon.client(token: shortLived.token).whoami().name == "alice")
+        let firstUse = try await Self.accountName(daemon.client(token: shortLived.token))
+        // Refused only if the machine was so busy that the token had already run out.
+        let ranOut: Bool = ContinuousClock.now - issued > Duration.seconds(5)
+        let accepted: Bool = firstUse == "alice"
+        #expect(accepted || ranOut, "a fresh token was refused")
         // (Expiry itself is tested on the store's clock; here, that notesd applies it.)
         let refused = await Self.eventually(20) {
             do { _ = try await daemon.client(token: shortLived.token).whoami(); return false } catch let error as NotesError { return error.code == .notAuthenticated } catch { return false }

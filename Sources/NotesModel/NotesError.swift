@@ -27,6 +27,9 @@ public struct NotesError: Error, Sendable, Equatable, CustomStringConvertible {
         case constraintViolation
         /// A folder still has children that the operation would orphan.
         case folderNotEmpty
+        /// A save names a parent folder that does not exist (CloudKit's
+        /// `referenceViolation`): it was deleted, or has not been saved yet.
+        case referenceViolation
         /// A size or count limit was exceeded (body size, batch size, participants).
         case limitExceeded
         /// The zone owner's storage is full (CloudKit's `quotaExceeded`): delete notes

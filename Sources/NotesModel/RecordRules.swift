@@ -106,11 +106,27 @@ package enum RecordRules {
         return rootOf
     }
 
-    /// A folder still holding records that the operation does not delete stays.
-    package static func checkEmptied(_ folder: Record, children: [String], deleting: Set<String>) throws(NotesError) {
-        if children.contains(where: { !deleting.contains($0) }) {
-            throw NotesError(.folderNotEmpty, "The folder “\(folder.name)” is not empty; delete what it holds first.")
-        }
+    /// When a folder delete can be applied: at once, or after the operation's saves.
+    package enum FolderDelete { case now, afterSaves }
+
+    /// A folder still holding records that the operation neither deletes nor moves
+    /// elsewhere stays. One emptied only by the operation's saves (a mount that moved a
+    /// note out and then removed the folder, in one upload) goes after them: deletes go
+    /// first otherwise, and such a folder came back (fsstress, renames and rmdirs).
+    /// - Parameter savedParents: the folder each save of the operation puts its record
+    ///   in (`""` for the top of the zone).
+    package static func checkEmptied(
+        _ folder: Record, children: [String], deleting: Set<String>, savedParents: [String: String]
+    ) throws(NotesError) -> FolderDelete {
+        let staying = children.filter { !deleting.contains($0) }
+        if staying.isEmpty { return .now }
+        if staying.allSatisfy({ child in savedParents[child].map { $0 != folder.recordName } ?? false }) { return .afterSaves }
+        throw NotesError(.folderNotEmpty, "The folder “\(folder.name)” is not empty; delete what it holds first.")
+    }
+
+    /// The folder each save puts its record in, for `checkEmptied`.
+    package static func savedParents(_ saves: [RecordSave]) -> [String: String] {
+        Dictionary(saves.map { ($0.recordName, $0.parent ?? "") }, uniquingKeysWith: { _, last in last })
     }
 
     // MARK: Saves
@@ -127,7 +143,7 @@ package enum RecordRules {
         // record already has needs no access to it, choosing a new one does.
         let keepsParent = existing?.parent == parentName
         guard let parent, keepsParent || access.canRead(shareID: parent.shareID) else {
-            throw NotesError(.unknownItem, "The parent folder \(parentName) of “\(save.name)” does not exist in this zone.")
+            throw NotesError(.referenceViolation, "The parent folder \(parentName) of “\(save.name)” does not exist in this zone; it may have been deleted.")
         }
         guard parent.recordType == .folder else {
             throw NotesError(.invalidArguments, "“\(parent.name)” is a \(parent.recordType.rawValue), not a folder; only folders hold records.")

@@ -327,7 +327,13 @@ public final class SyncEngine: Sendable {
                 // Deleted elsewhere while edited here: the edit wins, the record comes back.
                 logger.notice("\(record.name) was deleted elsewhere while it was edited here: saving it again")
                 try replica.rebase(key, onto: nil)
-            case .unknownItem:
+            case .referenceViolation where try !record.deleted && replica.isQueuedCreate(parentOf: key):
+                // Its folder is this mount's own, not on notesd yet: the next upload takes
+                // the folder with it (`Replica.nextBatch`).
+                logger.debug("\(record.name): its folder is not on notesd yet; uploaded again with it")
+                _ = try replica.requeue(key, dirty: record.dirty)
+                requestUpload()
+            case .referenceViolation, .unknownItem:
                 // Its folder is gone on the server: the note goes to the zone's root.
                 logger.notice("the folder of \(record.name) was deleted elsewhere: moving it to the top of its zone")
                 if let row = try replica.moveToRoot(key, dirty: record.dirty) { show([row]) }

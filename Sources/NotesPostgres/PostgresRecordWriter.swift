@@ -22,7 +22,8 @@ final class PostgresRecordWriter {
 
     /// Deletes one record. Children must be gone already or be deleted in the same
     /// operation (`deleting`); the owner deleting a share's root stops the share.
-    func delete(_ delete: RecordDelete, deleting: Set<String>) async throws {
+    @discardableResult
+    func delete(_ delete: RecordDelete, deleting: Set<String>, savedParents: [String: String] = [:]) async throws -> Bool {
         let existing = try await PostgresRecords.fetchMetadata(sql, delete.recordName, in: zone)
         let rootOf: String?
         do {
@@ -30,10 +31,10 @@ final class PostgresRecordWriter {
         } catch {
             throw try await withServerRecord(error, delete.recordName)
         }
-        guard let existing else { return }
+        guard let existing else { return true }
         let children = try await sql.column(
             "SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND parent = \(existing.recordName)", as: String.self)
-        try RecordRules.checkEmptied(existing, children: children, deleting: deleting)
+        guard try RecordRules.checkEmptied(existing, children: children, deleting: deleting, savedParents: savedParents) == .now else { return false }
         let seq = context.nextSeq()
         try await PostgresRecords.keepVersion(sql, existing.recordName, in: zone)
         try await sql.execute("DELETE FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(existing.recordName)")
@@ -46,6 +47,7 @@ final class PostgresRecordWriter {
             folders.removeAll()
             try await PostgresShareWriter(context: context).stop(shareID: rootOf, zone: zone)
         }
+        return true
     }
 
     /// Creates or updates one record; an update first keeps the previous state as a version.

@@ -71,13 +71,19 @@ extension PostgresStore {
             var current = ""
             let usedBefore = try await PostgresRecords.usage(context.sql, of: owner)
             do {
+                let savedParents = RecordRules.savedParents(saves)
+                var afterSaves: [RecordDelete] = []
                 for delete in request.deletes {
                     current = delete.recordName
-                    try await writer.delete(delete, deleting: deleting)
+                    if try await !writer.delete(delete, deleting: deleting, savedParents: savedParents) { afterSaves.append(delete) }
                 }
                 for save in saves {
                     current = save.recordName
                     saved.append(try await writer.save(save))
+                }
+                for delete in afterSaves {
+                    current = delete.recordName
+                    try await writer.delete(delete, deleting: deleting)
                 }
             } catch {
                 throw RecordRules.batchFailure(convert(error), at: current, deletes: request.deletes, saves: saves)

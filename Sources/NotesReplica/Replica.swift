@@ -290,7 +290,55 @@ public final class Replica: Sendable {
                 spent += price
                 if batch.count == limit { break }
             }
-            return batch
+            return try Self.withQueuedFolders(batch, db, limit: limit, skipping: skipping, holding: holding)
+        }
+    }
+
+    /// Adds to a batch the folders its saves go into that notesd does not have yet.
+    ///
+    /// Queue order is not folder-first: a folder made here, a note moved into it, then
+    /// the folder renamed, queues the folder's row behind the note's. A batch cut between
+    /// them (a held row, the budget, the limit) sent the note into a folder notesd did not
+    /// know, and the refusal moved the note to the top of its zone (fsstress, `-s 4`).
+    /// notesd applies a batch's folders before what they hold. A folder that cannot go
+    /// now (held, skipped, past the limit) cuts the batch before the first save into it.
+    static func withQueuedFolders(
+        _ batch: [PendingChange], _ db: Database, limit: Int, skipping: Set<RecordKey>, holding: (RecordKey, Bool) -> Bool
+    ) throws -> [PendingChange] {
+        var batch = batch
+        var names = Set(batch.map(\.record.recordName))
+        var index = 0
+        while index < batch.count {
+            let record = batch[index].record
+            guard !record.deleted, let parent = record.parent, !names.contains(parent) else {
+                index += 1
+                continue
+            }
+            let key = RecordKey(zone: record.zone, recordName: parent)
+            let row = try Row.fetchOne(db, sql: """
+                SELECT \(metadataColumns), content FROM records
+                WHERE owner = ? AND zone = ? AND record_name = ? AND dirty > 0 AND change_tag IS NULL AND deleted = 0
+                """, arguments: [key.zone.owner, key.zone.name, key.recordName])
+            if let row {
+                guard batch.count < limit, !skipping.contains(key), !holding(key, false) else {
+                    return Array(batch[..<index])
+                }
+                batch.append(pendingChange(row))
+                names.insert(parent)
+            }
+            index += 1
+        }
+        return batch
+    }
+
+    /// Whether the folder a record is in was made here and is still queued, not yet on
+    /// notesd (a save into it that notesd refused must wait for it, not move away).
+    public func isQueuedCreate(parentOf key: RecordKey) throws(ReplicaError) -> Bool {
+        try read("read the folder of \(key)") { db in
+            guard let parent = try Self.row(db, key)?.parent else { return false }
+            return try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND dirty > 0 AND change_tag IS NULL AND deleted = 0
+                """, arguments: [key.zone.owner, key.zone.name, parent]) ?? false
         }
     }
 

@@ -12,7 +12,7 @@ extension NotesError: HTTPResponseError {
         case .notAuthenticated: .unauthorized
         case .permissionFailure: .forbidden
         case .unknownItem, .zoneNotFound: .notFound
-        case .serverRecordChanged, .batchRequestFailed, .alreadyShared, .constraintViolation, .folderNotEmpty: .conflict
+        case .serverRecordChanged, .batchRequestFailed, .alreadyShared, .constraintViolation, .folderNotEmpty, .referenceViolation: .conflict
         case .limitExceeded, .quotaExceeded: .contentTooLarge
         case .requestRateLimited: .tooManyRequests
         case .serviceUnavailable: .serviceUnavailable

@@ -19,9 +19,12 @@ final class RecordWriter {
     var zone: ZoneID { access.zone }
     var db: Database { context.db }
 
-    /// Deletes one record. Children must be gone already or be deleted in the same
-    /// operation (`deleting`); the owner deleting a share's root stops the share.
-    func delete(_ delete: RecordDelete, deleting: Set<String>) throws {
+    /// Deletes one record. Children must be gone already or be deleted or moved away in
+    /// the same operation (`deleting`, `savedParents`); the owner deleting a share's root
+    /// stops the share. Returns false, changing nothing, for a folder that the
+    /// operation's saves empty: it is deleted again after them.
+    @discardableResult
+    func delete(_ delete: RecordDelete, deleting: Set<String>, savedParents: [String: String] = [:]) throws -> Bool {
         let existing = try StoredRecord.fetchMetadata(db, delete.recordName, in: zone)
         let rootOf: String?
         do {
@@ -29,10 +32,10 @@ final class RecordWriter {
         } catch {
             throw try withServerRecord(error, delete.recordName)
         }
-        guard let existing else { return }
+        guard let existing else { return true }
         let children = try String.fetchAll(db.cachedStatement(sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ? AND parent = ?"),
                                            arguments: [zone.owner, zone.name, existing.recordName])
-        try RecordRules.checkEmptied(existing, children: children, deleting: deleting)
+        guard try RecordRules.checkEmptied(existing, children: children, deleting: deleting, savedParents: savedParents) == .now else { return false }
         let seq = context.nextSeq()
         try StoredRecord.keepVersion(db, existing.recordName, in: zone)
         try db.cachedStatement(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [zone.owner, zone.name, existing.recordName])
@@ -42,6 +45,7 @@ final class RecordWriter {
             folders.removeAll()
             try ShareWriter(context: context).stop(shareID: rootOf, zone: zone)
         }
+        return true
     }
 
     /// Creates or updates one record; an update first keeps the previous state as a version.

@@ -70,13 +70,19 @@ extension SQLiteStore {
             var current = ""
             let usedBefore = try Storage.used(context.db, by: request.zone.owner)
             do {
+                let savedParents = RecordRules.savedParents(saves)
+                var afterSaves: [RecordDelete] = []
                 for delete in request.deletes {
                     current = delete.recordName
-                    try writer.delete(delete, deleting: deleting)
+                    if try !writer.delete(delete, deleting: deleting, savedParents: savedParents) { afterSaves.append(delete) }
                 }
                 for save in saves {
                     current = save.recordName
                     saved.append(try writer.save(save))
+                }
+                for delete in afterSaves {
+                    current = delete.recordName
+                    try writer.delete(delete, deleting: deleting)
                 }
             } catch {
                 throw RecordRules.batchFailure(store.convert(error), at: current, deletes: request.deletes, saves: saves)

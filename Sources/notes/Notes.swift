@@ -79,7 +79,7 @@ func exitStatus(for code: NotesError.Code) -> Int32 {
     case .unknownItem, .zoneNotFound: 66
     case .serviceUnavailable, .requestRateLimited: 69
     case .notAuthenticated, .permissionFailure: 77
-    case .serverRecordChanged, .batchRequestFailed, .alreadyShared, .constraintViolation, .folderNotEmpty: 75
+    case .serverRecordChanged, .batchRequestFailed, .alreadyShared, .constraintViolation, .folderNotEmpty, .referenceViolation: 75
     case .limitExceeded, .quotaExceeded: 73
     case .internalError: 70
     }

@@ -108,3 +108,36 @@ import Testing
         #expect(try replica.waiting().map(\.refusal) == [nil])
     }
 }
+
+/// Queue order is not folder-first; an upload must still never send a save into a folder
+/// that notesd does not have yet (fsstress, `-s 4`: a note moved into a new folder, the
+/// folder renamed, and a batch cut between them by a file still open for writing).
+@Suite struct UploadOrderTests {
+    @Test func aSaveIntoAFolderNotOnNotesdYetGoesWithThatFolder() throws {
+        let fixture = try ReplicaTests()
+        let replica = fixture.replica
+        func row(_ name: String, type: RecordType = .note, parent: String? = nil, tag: String? = nil) -> ReplicaRecord {
+            ReplicaRecord(
+                zone: fixture.zone, recordName: name, recordType: type, name: name, parent: parent, size: 0,
+                shareID: nil, changeTag: tag, createdAt: 0, modifiedAt: 0, modifiedBy: "alice")
+        }
+        _ = try replica.saveLocal(row("h1"), content: Array("1".utf8))
+        _ = try replica.saveLocal(row("F", type: .folder), content: nil)
+        _ = try replica.saveLocal(row("K", parent: "F", tag: "k1"), content: Array("k".utf8))
+        _ = try replica.saveLocal(row("h2"), content: Array("2".utf8))
+        var renamed = row("F", type: .folder)
+        renamed.name = "G"
+        _ = try replica.saveLocal(renamed, content: nil)
+        let h2 = RecordKey(zone: fixture.zone, recordName: "h2"), folder = RecordKey(zone: fixture.zone, recordName: "F")
+        func batch(skipping: Set<RecordKey> = [], limit: Int = 400) throws -> [String] {
+            try replica.nextBatch(limit: limit, byteBudget: 1 << 30, skipping: skipping, holding: { key, _ in key == h2 }, cost: { content, _ in content?.count ?? 0 })
+                .map(\.record.recordName)
+        }
+        // The queue is h1, K, h2 (held), F: the batch stops at h2 but takes F along.
+        #expect(try batch() == ["h1", "K", "F"])
+        #expect(try replica.isQueuedCreate(parentOf: RecordKey(zone: fixture.zone, recordName: "K")))
+        // A folder that cannot go now holds back what goes into it.
+        #expect(try batch(skipping: [folder]) == ["h1"])
+        #expect(try batch(limit: 2) == ["h1"])
+    }
+}

@@ -120,7 +120,7 @@ import Testing
         // A parent in another zone does not exist in this one.
         _ = try await f.store.createZone(ZoneID(owner: Fixture.alice, name: "Work"), actor: Fixture.alice)
         try await f.folder("w", "W", in: ZoneID(owner: Fixture.alice, name: "Work"))
-        await f.expectFailure(.unknownItem) { try await f.note("x", "x.md", parent: "w") }
+        await f.expectFailure(.referenceViolation) { try await f.note("x", "x.md", parent: "w") }
         // A folder cannot move into its own descendant, nor a note hold records.
         let folder = try #require(before["f"])
         await f.expectFailure(.invalidArguments) {
@@ -136,6 +136,38 @@ import Testing
         #expect(after["f"] == before["f"] && after["g"] == before["g"])
         _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "f"), RecordDelete(recordName: "g")]), actor: Fixture.alice)
         #expect(try await f.all().keys.sorted() == ["n"])
+    }
+
+    /// A mount that moved a note out of a folder and then removed the folder sends both
+    /// in one operation: the folder goes once the saves have emptied it (deletes are
+    /// applied first otherwise, and the folder came back under fsstress).
+    @Test(arguments: Backend.allCases)
+    func aFolderEmptiedByTheSameOperationsSavesIsDeletedAfterThem(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await f.folder("f2", "F2")
+        try await f.folder("g", "G")
+        let k2 = try await f.note("k2", "k2.md", parent: "f2")
+        let moveOut = RecordSave(recordName: "k2", recordType: .note, name: "k2.md", parent: "g", body: "text", changeTag: k2.changeTag)
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, saves: [moveOut], deletes: [RecordDelete(recordName: "f2")]), actor: Fixture.alice)
+        var all = try await f.all()
+        #expect(all["f2"] == nil && all["k2"]?.parent == "g")
+        // A save into a folder the same operation deletes finds it gone, and nothing happens.
+        let moved = try #require(all["k2"])
+        try await f.folder("f3", "F3")
+        let moveIn = RecordSave(recordName: "k2", recordType: .note, name: "k2.md", parent: "f3", body: "text", changeTag: moved.changeTag)
+        await f.expectFailure(.referenceViolation) {
+            _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, saves: [moveIn], deletes: [RecordDelete(recordName: "f3")]), actor: Fixture.alice)
+        }
+        all = try await f.all()
+        #expect(all["f3"] != nil && all["k2"]?.parent == "g")
+        // A note left behind keeps it too.
+        try await f.note("k3", "k3.md", parent: "f3")
+        let k4 = try await f.note("k4", "k4.md", parent: "f3")
+        await f.expectFailure(.folderNotEmpty) {
+            let away = RecordSave(recordName: "k4", recordType: .note, name: "k4.md", parent: "g", body: "text", changeTag: k4.changeTag)
+            _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, saves: [away], deletes: [RecordDelete(recordName: "f3")]), actor: Fixture.alice)
+        }
+        #expect(try await f.all()["k4"]?.parent == "f3")
     }
 
     @Test(arguments: Backend.allCases)

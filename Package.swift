@@ -209,6 +209,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Several notesd on one PostgreSQL database (real processes, a throwaway cluster):
+        // events across instances, sharing, kill -9, a dropped listening connection, and
+        // concurrent writers and readers on two stores.
+        .testTarget(
+            name: "NotesClusterTests",
+            dependencies: [
+                "NotesModel", "NotesClient", "NotesTestSupport", "NotesPostgres",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "NotesServerTests",
             dependencies: [

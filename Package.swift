@@ -135,7 +135,7 @@ let package = Package(
         .executableTarget(
             name: "notesd",
             dependencies: [
-                "NotesModel", "NotesStore", "NotesServer",
+                "NotesModel", "NotesStore", "NotesPostgres", "NotesServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

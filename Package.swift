@@ -135,7 +135,7 @@ let package = Package(
         .executableTarget(
             name: "notesd",
             dependencies: [
-                "NotesModel", "NotesStore", "NotesServer",
+                "NotesModel", "NotesStore", "NotesPostgres", "NotesServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -205,6 +205,17 @@ let package = Package(
             name: "NotesSimulationTests",
             dependencies: [
                 "NotesModel", "NotesStore", "NotesReplica", "NotesMount", "NotesFS", "NotesClient",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Several notesd on one PostgreSQL database (real processes, a throwaway cluster):
+        // events across instances, sharing, kill -9, a dropped listening connection, and
+        // concurrent writers and readers on two stores.
+        .testTarget(
+            name: "NotesClusterTests",
+            dependencies: [
+                "NotesModel", "NotesClient", "NotesTestSupport", "NotesPostgres",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

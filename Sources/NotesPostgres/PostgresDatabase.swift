@@ -39,6 +39,19 @@ public final class PostgresDatabase: Sendable {
         await client.run()
     }
 
+    /// Connects once, outside the pool, so that a database that cannot be reached is
+    /// reported at once and plainly (the pool would retry for a minute, then report a
+    /// tripped circuit breaker).
+    public func checkReachable() async throws(NotesError) {
+        do {
+            let configuration = try location.connectionConfiguration(applicationName: "notesd")
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+            try? await connection.close()
+        } catch {
+            throw convert(error, doing: "open a connection")
+        }
+    }
+
     // MARK: Migrations
 
     /// Applies the migrations the database lacks, each in its own transaction, under an
@@ -142,6 +155,10 @@ public final class PostgresDatabase: Sendable {
             case "57014": return NotesError(.serviceUnavailable, "The database took too long to answer; try again.")
             case "53100": return NotesError(.serviceUnavailable, "The database server's disk is full; free space and try again.")
             case "40001", "40P01": return NotesError(.serviceUnavailable, "The database is busy; try again.")
+            case "28P01", "28000":
+                return NotesError(.serviceUnavailable, "PostgreSQL refused the login of \(location.user) to \(location.database): check the role, its password and pg_hba.conf.")
+            case "3D000":
+                return NotesError(.serviceUnavailable, "PostgreSQL has no database \(location.database): create it (createdb -O \(location.user) \(location.database)).")
             default: break
             }
             if error.code == .connectionError || error.code == .serverClosedConnection || error.code == .clientClosedConnection {

@@ -114,4 +114,31 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             return PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: mode)
         }
     }
+
+    /// postgres-nio's configuration for one connection of its own (outside the pool),
+    /// with the same endpoint, credentials and TLS as the pool's.
+    func connectionConfiguration(applicationName: String) throws -> PostgresConnection.Configuration {
+        var configuration: PostgresConnection.Configuration
+        switch endpoint {
+        case .socket:
+            configuration = PostgresConnection.Configuration(unixSocketPath: socketPath!, username: user, password: password, database: database)
+        case .tcp(let host, let port):
+            let mode: PostgresConnection.Configuration.TLS
+            switch tls {
+            case .disable:
+                mode = .disable
+            case .prefer, .require:
+                var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+                tlsConfiguration.certificateVerification = .none
+                let context = try NIOSSLContext(configuration: tlsConfiguration)
+                mode = tls == .prefer ? .prefer(context) : .require(context)
+            case .verifyFull:
+                mode = .require(try NIOSSLContext(configuration: TLSConfiguration.makeClientConfiguration()))
+            }
+            configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: mode)
+        }
+        configuration.options.connectTimeout = .seconds(10)
+        configuration.options.additionalStartupParameters = [("application_name", applicationName)]
+        return configuration
+    }
 }

@@ -23,14 +23,20 @@ public final class PostgresStore: RecordStore {
     let clock: @Sendable () -> Date
     /// Quota and version retention.
     public let storage: StoragePolicy
+    /// Where commits are announced to the other instances on this database (none: only
+    /// `onChange` hears of them).
+    public let changeFeed: PostgresChangeFeed?
 
     /// - Parameter onChange: called after each commit with the accounts to notify.
     /// - Parameter clock: what "now" is (token and link expiry, record times).
+    /// - Parameter changeFeed: when given, every commit with notices also sends them
+    ///   with `pg_notify` in the same transaction, for `PostgresChangeListener`s.
     public init(
         database: PostgresDatabase, logger: Logger = Logger(label: "notes.store"), clock: @escaping @Sendable () -> Date = { Date() },
-        storage: StoragePolicy = StoragePolicy(),
+        storage: StoragePolicy = StoragePolicy(), changeFeed: PostgresChangeFeed? = nil,
         onChange: @escaping @Sendable ([ChangeNotice]) -> Void = { _ in }
     ) {
+        self.changeFeed = changeFeed
         self.database = database
         self.logger = logger
         self.clock = clock
@@ -49,6 +55,12 @@ public final class PostgresStore: RecordStore {
                 let context = try await PostgresWrite.begin(SQL(connection: connection, logger: logger), now: clock(), sequenced: sequenced)
                 let value = try await body(context)
                 try await context.finish()
+                if let feed = changeFeed, !context.notices.isEmpty {
+                    // In the transaction: delivered to the listeners on commit, never on rollback.
+                    for payload in feed.payloads(for: context.notices, seq: context.seq) {
+                        try await context.sql.execute("SELECT pg_notify(\(feed.channel), \(payload))")
+                    }
+                }
                 return (value, context.notices)
             }
         } catch {

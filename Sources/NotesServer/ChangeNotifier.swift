@@ -62,6 +62,19 @@ public final class ChangeNotifier: Sendable {
         }
     }
 
+    /// Tells every open stream to fetch all it sees (a notice per scope with no zone):
+    /// for when changes may have been missed, as after the connection that hears other
+    /// instances' commits was lost.
+    public func askEveryoneToFetch() {
+        let targets = state.withLock { state in
+            state.byAccount.flatMap { account, streams in streams.values.map { ($0, account) } }
+        }
+        for (continuation, account) in targets {
+            continuation.yield(.change(ChangeNotice(account: account, scope: .private, zone: nil)))
+            continuation.yield(.change(ChangeNotice(account: account, scope: .shared, zone: nil)))
+        }
+    }
+
     /// Ends the streams of an account (disabled) at once; its clients see the stream
     /// close and are refused when they ask again.
     public func endStreams(account: String) {

@@ -1,11 +1,26 @@
 import Foundation
 import NotesModel
+import NotesPostgres
 
 /// Where the daemon keeps things, resolved as SPEC section 8 says.
 struct DaemonPaths {
     let dataDir: String
     let socket: String
-    let sqlitePath: String
+    let database: Database
+
+    /// Where the records are: a SQLite file, or a PostgreSQL database that several
+    /// notesd may share.
+    enum Database: CustomStringConvertible {
+        case sqlite(path: String)
+        case postgres(PostgresLocation)
+
+        var description: String {
+            switch self {
+            case .sqlite(let path): path
+            case .postgres(let location): location.description
+            }
+        }
+    }
 
     init(dataDir: String?, socket: String?, database: String?) throws {
         let env = ProcessInfo.processInfo.environment
@@ -17,11 +32,11 @@ struct DaemonPaths {
         self.socket = socket ?? DefaultPaths.socket(environment: socketEnvironment, home: home)
         switch database {
         case nil:
-            sqlitePath = "\(resolvedData)/notes.sqlite"
+            self.database = .sqlite(path: "\(resolvedData)/notes.sqlite")
         case let url? where url.hasPrefix("sqlite:"):
-            sqlitePath = String(url.dropFirst("sqlite:".count))
-        case let url? where url.hasPrefix("postgres://") || url.hasPrefix("postgresql://"):
-            throw NotesError(.invalidArguments, "PostgreSQL support is not built yet; use sqlite:PATH or leave --database out.")
+            self.database = .sqlite(path: String(url.dropFirst("sqlite:".count)))
+        case let url? where PostgresLocation.matches(url):
+            self.database = .postgres(try PostgresLocation(url: url))
         case let url?:
             throw NotesError(.invalidArguments, "--database must be sqlite:PATH or a postgres:// URL, not \(url).")
         }

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NotesModel
+import NotesPostgres
 import NotesServer
 import NotesStore
 import ServiceLifecycle
@@ -22,9 +23,19 @@ struct Notesd: AsyncParsableCommand {
             $XDG_RUNTIME_DIR/notes/notesd.sock, else DATA_DIR/notesd.sock), and makes the Unix \
             user who runs it the admin, with an account of the same name.
 
+            --database postgres://… keeps the records in PostgreSQL instead, so that several \
+            notesd (behind one load balancer) serve the same accounts: each migrates the schema \
+            at start (a database a newer notesd migrated is refused), uses a pool of at most \
+            \(PostgresDatabase.defaultMaximumConnections) connections plus one that listens for \
+            the others' changes, and cancels any statement running past \
+            \(PostgresDatabase.defaultStatementTimeout.components.seconds) s. sslmode is disable, \
+            prefer (the default over TCP), require or verify-full, as in libpq.
+
             Examples:
               notesd
               notesd --data-dir /var/lib/notes --socket /run/notes/notesd.sock --listen 127.0.0.1:8420
+              notesd --database 'postgres://notes@db.example.com:5432/notes?sslmode=verify-full' --listen 127.0.0.1:8420
+              notesd --database postgresql://notes@%2Frun%2Fpostgresql/notes
             """)
 
     /// Runs Swift concurrency on NIO's event loops, so that a request's handler runs on
@@ -44,7 +55,7 @@ struct Notesd: AsyncParsableCommand {
     @Option(help: "Also serve HTTP on TCP, as HOST:PORT (clients then need a bearer token).")
     var listen: String?
 
-    @Option(help: "Database URL: sqlite:PATH (default DATA_DIR/notes.sqlite).")
+    @Option(help: "Database URL: sqlite:PATH (default DATA_DIR/notes.sqlite), or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE] (also postgresql://; a Unix socket as a host of %2Frun%2Fpostgresql or ?host=/run/postgresql).")
     var database: String?
 
     @Option(help: "Base URL of share links and public pages (default http://HOST:PORT of --listen).")
@@ -118,34 +129,68 @@ struct Notesd: AsyncParsableCommand {
             throw ValidationError("--keep-all-versions must be at least 1 day, and --keep-daily-versions at least that and at most 36500.")
         }
         let storage = StoragePolicy(quotaBytes: quotaBytes, retention: VersionRetention(keepAllDays: keepAllVersions, keepDailyDays: keepDailyVersions))
-        let notifier = ChangeNotifier()
-        let store = try SQLiteStore(path: paths.sqlitePath, logger: Logger(label: "notesd.store"), storage: storage, onChange: { notifier.publish($0) })
-        try await Self.ensureAdmin(store, logger: logger)
-        try paths.prepareSocket()
-
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
         guard (1...86_400).contains(bodyTimeout) else { throw ValidationError("--body-timeout must be 1 to 86400 seconds.") }
         guard renderTimeout.isFinite, renderTimeout >= 0.1, renderTimeout <= 600 else { throw ValidationError("--render-timeout must be 0.1 to 600 seconds.") }
+        let notifier = ChangeNotifier()
         let renderer = WorkerRendering(
             executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path, arguments: ["--render-worker"],
             budget: .milliseconds(Int64(renderTimeout * 1000)))
-        let api = NotesAPI(
-            store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)),
-            idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, renderer: renderer)
-        var services: [any Service] = [
-            UnixSocketServer(application: api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")), path: paths.socket),
-            NotifierService(notifier: notifier),
-            RetentionService(store: store, logger: logger),
-        ]
-        if let tcp {
-            services.append(api.application(address: .hostname(tcp.host, port: tcp.port), logger: Logger(label: "notesd.tcp")))
+        /// The API on the socket (and TCP), event streams and retention, on `store`.
+        func serving(_ store: any RecordStore) -> [any Service] {
+            let api = NotesAPI(
+                store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)),
+                idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, renderer: renderer)
+            var services: [any Service] = [
+                UnixSocketServer(application: api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")), path: paths.socket),
+                NotifierService(notifier: notifier),
+                RetentionService(store: store, logger: logger),
+            ]
+            if let tcp {
+                services.append(api.application(address: .hostname(tcp.host, port: tcp.port), logger: Logger(label: "notesd.tcp")))
+            }
+            return services
         }
-        logger.notice("notesd starting", metadata: [
-            "socket": "\(paths.socket)", "database": "\(paths.sqlitePath)", "tcp": "\(listen ?? "off")", "publicURL": "\(baseURL)",
+        let starting: Logger.Metadata = [
+            "socket": "\(paths.socket)", "database": "\(paths.database)", "tcp": "\(listen ?? "off")", "publicURL": "\(baseURL)",
             "quota": "\(quotaBytes.map { "\($0) bytes" } ?? "none")",
-        ])
-        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        try await group.run()
+        ]
+        switch paths.database {
+        case .sqlite(let path):
+            let store = try SQLiteStore(path: path, logger: Logger(label: "notesd.store"), storage: storage, onChange: { notifier.publish($0) })
+            try await Self.ensureAdmin(store, logger: logger)
+            try paths.prepareSocket()
+            let services = serving(store)
+            logger.notice("notesd starting", metadata: starting)
+            let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            try await group.run()
+        case .postgres(let location):
+            try paths.prepareSocket()
+            let database = PostgresDatabase(location, logger: Logger(label: "notesd.postgres"))
+            let feed = PostgresChangeFeed(instance: PostgresChangeFeed.uniqueInstanceName())
+            // Commits made here reach this instance's streams at once (onChange); those
+            // of other instances through the listener, which skips this one's echoes.
+            let store = PostgresStore(
+                database: database, logger: Logger(label: "notesd.store"), storage: storage, changeFeed: feed, onChange: { notifier.publish($0) })
+            let listener = PostgresChangeListener(
+                location: location, feed: feed, logger: Logger(label: "notesd.listen"),
+                heard: { notifier.publish($0) }, listening: { _ in notifier.askEveryoneToFetch() })
+            let metadata = starting.merging(["instance": "\(feed.instance)"]) { $1 }
+            // The pool runs first and stops last; the rest starts once the schema is
+            // migrated (or stops notesd, with the reason, if the database is newer).
+            let group = ServiceGroup(
+                services: [
+                    PostgresPoolService(database: database),
+                    AfterStart(logger: logger, services: [ListenerService(listener: listener)] + serving(store)) {
+                        try await database.checkReachable()
+                        try await database.migrate()
+                        try await Self.ensureAdmin(store, logger: logger)
+                        logger.notice("notesd starting", metadata: metadata)
+                    },
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            try await group.run()
+        }
         logger.notice("notesd stopped")
     }
 
@@ -165,11 +210,22 @@ struct Notesd: AsyncParsableCommand {
 
     /// The Unix user running the daemon is its admin, with an account of the same name,
     /// so that a single user needs no set-up at all.
-    static func ensureAdmin(_ store: SQLiteStore, logger: Logger) async throws {
+    /// (Several instances on one database may start together: one creates it.)
+    static func ensureAdmin(_ store: any RecordStore, logger: Logger) async throws {
         let user = ProcessInfo.processInfo.userName
-        if try await store.account(named: user) == nil {
+        if try await store.account(named: user) != nil { return }
+        let created: Bool
+        do {
             _ = try await store.createAccount(name: user, email: nil, isAdmin: true)
+            created = true
+        } catch {
+            guard error.code == .constraintViolation else { throw error }
+            created = false
+        }
+        if created {
             logger.notice("created the admin account", metadata: ["account": "\(user)"])
+        } else if try await store.account(named: user) == nil {
+            throw NotesError(.internalError, "The admin account \(user) could not be created.")
         }
     }
 }
@@ -197,7 +253,7 @@ struct NotifierService: Service {
 /// Thins old versions by the retention rule: once at start, then every hour, in small
 /// transactions so that writers wait milliseconds at most.
 struct RetentionService: Service {
-    let store: SQLiteStore
+    let store: any RecordStore
     let logger: Logger
 
     func run() async throws {
@@ -208,6 +264,47 @@ struct RetentionService: Service {
                 logger.error("version retention failed; it is tried again in an hour", metadata: ["error": "\(error)"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(3_600)) }
+        }
+    }
+}
+
+/// PostgreSQL's connection pool; every query waits for it to run. It ends on graceful
+/// shutdown, after the services that use it (it comes first in the group).
+struct PostgresPoolService: Service {
+    let database: PostgresDatabase
+
+    func run() async throws {
+        await database.run()
+    }
+}
+
+/// Runs `start` (migrations, the admin account), then `services` as a group of their
+/// own under the daemon's: shut down in reverse order when the daemon is, and none of
+/// them started if `start` fails (notesd then exits with its reason).
+struct AfterStart: Service {
+    let logger: Logger
+    let services: [any Service]
+    let start: @Sendable () async throws -> Void
+
+    init(logger: Logger, services: [any Service], start: @escaping @Sendable () async throws -> Void) {
+        self.logger = logger
+        self.services = services
+        self.start = start
+    }
+
+    func run() async throws {
+        try await start()
+        try await ServiceGroup(services: services, logger: logger).run()
+    }
+}
+
+/// Hears other instances' commits until shutdown.
+struct ListenerService: Service {
+    let listener: PostgresChangeListener
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await listener.run()
         }
     }
 }

@@ -1,0 +1,268 @@
+import Foundation
+import Logging
+import NotesModel
+import NotesPostgres
+import NotesTestSupport
+import Synchronization
+import Testing
+
+/// Many writers through two stores (two pools on one database, as two notesd) and many
+/// readers paging by change token through both, at once.
+@Suite struct ConcurrentWritersTests {
+    /// Each writer owns its records (creates, edits with the tag it holds, deletes) and
+    /// now and then races the others on three shared records with the tag it last read;
+    /// batches of one to three. Each reader pages with a small random limit through a
+    /// random store until the writers are done and it has caught up. Then:
+    /// - every reader saw each change (record and change tag) at most once, in strictly
+    ///   increasing change numbers (no change became visible behind a token already
+    ///   handed out: numbers are taken in commit order);
+    /// - every reader ends with exactly the zone's final state, and that state holds
+    ///   every acknowledged write: a writer's own records as it last saved them (or gone,
+    ///   if it deleted them), each shared record as its highest acknowledged save.
+    ///
+    /// `NOTES_PG_CONCURRENCY_SEED=N` replays the writers' and readers' choices (the
+    /// interleaving is the machine's); `NOTES_PG_WRITERS`, `NOTES_PG_OPS` scale it.
+    @Test func everyReaderSeesEveryChangeExactlyOnceAndNoAcknowledgedWriteIsLost() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = environment["NOTES_PG_CONCURRENCY_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...999_999)
+        let writerCount = environment["NOTES_PG_WRITERS"].flatMap(Int.init) ?? 8
+        let operations = environment["NOTES_PG_OPS"].flatMap(Int.init) ?? 30
+        let readerCount = 4
+        print("concurrency test: seed \(seed) (replay: NOTES_PG_CONCURRENCY_SEED=\(seed) swift test --filter ConcurrentWritersTests), \(writerCount) writers × \(operations) operations, \(readerCount) readers")
+
+        let url = try PostgresCluster.shared().createDatabase()
+        let first = try RunningPool(url: url), second = try RunningPool(url: url)
+        try await first.database.migrate()
+        let stores = [PostgresStore(database: first.database), PostgresStore(database: second.database)]
+        _ = try await stores[0].createAccount(name: "alice", email: nil, isAdmin: false)
+        let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
+        let hot = ["hot-0", "hot-1", "hot-2"]
+        _ = try await stores[0].modify(ModifyRequest(zone: zone, saves: hot.map { RecordSave(recordName: $0, recordType: .note, name: "\($0).md", body: "start") }), actor: "alice")
+
+        let writersDone = Flag()
+        let started = ContinuousClock.now
+        // Readers and writers run together.
+        async let readerResults: [Reader.Outcome] = withThrowingTaskGroup(of: Reader.Outcome.self) { group in
+            for index in 0..<readerCount {
+                group.addTask {
+                    var reader = Reader(seed: seed &+ 1_000 &+ UInt64(index))
+                    return try await reader.run(stores: stores, zone: zone, until: writersDone)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let writerResults: [Writer.Outcome] = try await withThrowingTaskGroup(of: Writer.Outcome.self) { group in
+            for index in 0..<writerCount {
+                group.addTask {
+                    var writer = Writer(index: index, seed: seed &+ UInt64(index), hot: hot)
+                    return try await writer.run(store: stores[index % 2], zone: zone, operations: operations)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        writersDone.set()
+        let readers = try await readerResults
+        let elapsed = ContinuousClock.now - started
+
+        // The truth, read afresh through the other store.
+        var truth: [String: Record] = [:]
+        var token: String?
+        repeat {
+            let page = try await stores[1].zoneChanges(zone, since: token, limit: 500, actor: "alice")
+            for name in page.deleted { truth[name] = nil }
+            for record in page.records { truth[record.recordName] = record }
+            token = page.changeToken
+            if !page.moreComing { break }
+        } while true
+
+        // Every acknowledged write is there.
+        var lost: [String] = []
+        for writer in writerResults {
+            for (name, expected) in writer.owned {
+                switch expected {
+                case .saved(let body, let tag):
+                    if truth[name]?.body != body || truth[name]?.changeTag != tag { lost.append("\(name): expected \(body) @\(tag), found \(String(describing: truth[name]?.body)) @\(String(describing: truth[name]?.changeTag))") }
+                case .deleted:
+                    if truth[name] != nil { lost.append("\(name): deleted, but still there") }
+                }
+            }
+        }
+        let hotWrites = writerResults.flatMap(\.hotAcknowledged)
+        for name in hot {
+            guard let newest = hotWrites.filter({ $0.name == name }).max(by: { Self.number($0.tag) < Self.number($1.tag) }) else { continue }
+            if truth[name]?.changeTag != newest.tag || truth[name]?.body != newest.body {
+                lost.append("\(name): its newest acknowledged save \(newest.body) @\(newest.tag), found \(String(describing: truth[name]?.body)) @\(String(describing: truth[name]?.changeTag))")
+            }
+        }
+        #expect(lost.isEmpty, "seed \(seed): acknowledged writes lost:\n\(lost.joined(separator: "\n"))")
+
+        // Every reader saw each change once, in order, and ends where the zone is.
+        let truthTags = truth.mapValues(\.changeTag)
+        for (index, reader) in readers.enumerated() {
+            #expect(reader.problems.isEmpty, "seed \(seed), reader \(index): \(reader.problems.prefix(10).joined(separator: "\n"))")
+            #expect(reader.state == truthTags, "seed \(seed), reader \(index) ends with \(reader.state.count) records, the zone holds \(truthTags.count); differing: \(Set(reader.state.keys).symmetricDifference(truthTags.keys).sorted().prefix(10))")
+        }
+        let acknowledged = writerResults.map(\.acknowledgedBatches).reduce(0, +)
+        let refused = writerResults.map(\.refusedHotSaves).reduce(0, +)
+        let pages = readers.map(\.pages).reduce(0, +)
+        print("concurrency test, seed \(seed): \(acknowledged) batches acknowledged (\(refused) stale shared saves refused as they should be), \(truth.count) records at the end; readers read \(pages) pages and saw \(readers.map(\.changesSeen).reduce(0, +)) changes, each once; \(elapsed)")
+    }
+
+    /// A change tag's change number (tags are the number in base 36).
+    static func number(_ tag: String) -> Int64 { Int64(tag, radix: 36) ?? -1 }
+
+    /// One writer's choices and what was acknowledged to it.
+    struct Writer {
+        enum Expected: Sendable { case saved(body: String, tag: String), deleted }
+        struct HotSave: Sendable { let name: String; let body: String; let tag: String }
+        struct Outcome: Sendable {
+            var owned: [String: Expected] = [:]
+            var hotAcknowledged: [HotSave] = []
+            var acknowledgedBatches = 0
+            var refusedHotSaves = 0
+        }
+
+        let index: Int
+        var random: SplitMix64
+        let hot: [String]
+
+        init(index: Int, seed: UInt64, hot: [String]) {
+            self.index = index
+            self.random = SplitMix64(seed: seed)
+            self.hot = hot
+        }
+
+        mutating func run(store: PostgresStore, zone: ZoneID, operations: Int) async throws -> Outcome {
+            var outcome = Outcome()
+            var live: [String: String] = [:]   // own record → its tag
+            var created = 0
+            var done = 0
+            while done < operations {
+                let roll = random.next(below: 100)
+                if roll < 12 {
+                    // Race the others on a shared record, with the tag read just now.
+                    let name = hot[random.next(below: hot.count)]
+                    let current = try await store.records([name], in: zone, actor: "alice").first
+                    let body = "w\(index) op \(done)"
+                    do {
+                        let saved = try await store.modify(ModifyRequest(zone: zone, saves: [
+                            RecordSave(recordName: name, recordType: .note, name: "\(name).md", body: body, changeTag: current?.changeTag),
+                        ]), actor: "alice").saved[0]
+                        outcome.hotAcknowledged.append(HotSave(name: name, body: body, tag: saved.changeTag))
+                        outcome.acknowledgedBatches += 1
+                    } catch {
+                        guard error.code == .serverRecordChanged else { throw error }
+                        outcome.refusedHotSaves += 1
+                    }
+                    done += 1
+                    continue
+                }
+                // A batch of one to three changes of its own records.
+                var saves: [RecordSave] = [], deletes: [RecordDelete] = []
+                var touched = Set<String>()
+                for _ in 0...random.next(below: 3) where done < operations {
+                    done += 1
+                    let candidates = live.keys.filter { !touched.contains($0) }.sorted()
+                    let pick = random.next(below: 100)
+                    if candidates.isEmpty || pick < 50 {
+                        created += 1
+                        let name = "w\(index)-\(created)"
+                        touched.insert(name)
+                        saves.append(RecordSave(recordName: name, recordType: .note, name: "\(name).md", body: "\(name) v1"))
+                    } else if pick < 85 {
+                        let name = candidates[random.next(below: candidates.count)]
+                        touched.insert(name)
+                        saves.append(RecordSave(recordName: name, recordType: .note, name: "\(name).md", body: "\(name) op \(done)", changeTag: live[name]))
+                    } else {
+                        let name = candidates[random.next(below: candidates.count)]
+                        touched.insert(name)
+                        deletes.append(RecordDelete(recordName: name, changeTag: live[name]))
+                    }
+                }
+                let result = try await store.modify(ModifyRequest(zone: zone, saves: saves, deletes: deletes), actor: "alice")
+                outcome.acknowledgedBatches += 1
+                let sent = Dictionary(uniqueKeysWithValues: saves.map { ($0.recordName, $0.body ?? "") })
+                for record in result.saved {
+                    live[record.recordName] = record.changeTag
+                    outcome.owned[record.recordName] = .saved(body: sent[record.recordName] ?? "", tag: record.changeTag)
+                }
+                for name in result.deleted {
+                    live[name] = nil
+                    outcome.owned[name] = .deleted
+                }
+            }
+            return outcome
+        }
+    }
+
+    /// One reader paging by change token, checking as it goes.
+    struct Reader {
+        struct Outcome: Sendable {
+            var state: [String: String] = [:]
+            var problems: [String] = []
+            var pages = 0
+            var changesSeen = 0
+        }
+
+        var random: SplitMix64
+        init(seed: UInt64) { random = SplitMix64(seed: seed) }
+
+        mutating func run(stores: [PostgresStore], zone: ZoneID, until writersDone: Flag) async throws -> Outcome {
+            var outcome = Outcome()
+            var seen = Set<String>()
+            var newest: Int64 = -1
+            var token: String?
+            while true {
+                let finished = writersDone.isSet
+                let store = stores[random.next(below: stores.count)]
+                let page = try await store.zoneChanges(zone, since: token, limit: 1 + random.next(below: 12), actor: "alice")
+                outcome.pages += 1
+                for name in page.deleted { outcome.state[name] = nil }
+                for record in page.records {
+                    outcome.changesSeen += 1
+                    let key = "\(record.recordName)@\(record.changeTag)"
+                    if !seen.insert(key).inserted { outcome.problems.append("\(key) seen twice") }
+                    let number = ConcurrentWritersTests.number(record.changeTag)
+                    if number <= newest { outcome.problems.append("\(key) came after change \(newest)") }
+                    newest = max(newest, number)
+                    outcome.state[record.recordName] = record.changeTag
+                }
+                token = page.changeToken
+                // Done once a page read after the writers finished says nothing more waits.
+                if finished && !page.moreComing { return outcome }
+                // Caught up: poll again shortly (the writers are still at it).
+                if !page.moreComing { try await Task.sleep(for: .milliseconds(5)) }
+            }
+        }
+    }
+}
+
+/// A PostgreSQL pool running for as long as the value lives (as notesd's pool service).
+final class RunningPool: Sendable {
+    let database: PostgresDatabase
+    private let running: Task<Void, Never>
+
+    init(url: String, maximumConnections: Int = 6) throws {
+        let database = PostgresDatabase(try PostgresLocation(url: url), maximumConnections: maximumConnections, logger: Logger(label: "test.postgres"))
+        self.database = database
+        running = Task { await database.run() }
+    }
+
+    deinit { running.cancel() }
+}
+
+/// A small seeded generator (SplitMix64): the same seed, the same choices.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}

@@ -64,6 +64,20 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Moving a team from SQLite to PostgreSQL (`notesd migrate`): a resumable,
+        // verified copy of every table.
+        .target(
+            name: "NotesTransfer",
+            dependencies: [
+                "NotesModel", "NotesStore", "NotesPostgres",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // The HTTP API (Hummingbird 2): routes, identity, error mapping, notifications.
         .target(
             name: "NotesServer",
@@ -135,7 +149,7 @@ let package = Package(
         .executableTarget(
             name: "notesd",
             dependencies: [
-                "NotesModel", "NotesStore", "NotesPostgres", "NotesServer",
+                "NotesModel", "NotesStore", "NotesPostgres", "NotesServer", "NotesTransfer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -182,7 +196,7 @@ let package = Package(
         .testTarget(
             name: "NotesStoreTests",
             dependencies: [
-                "NotesModel", "NotesStore", "NotesPostgres", "NotesTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "NotesModel", "NotesStore", "NotesPostgres", "NotesTransfer", "NotesTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
                 // (for tests that play an older notesd on PostgreSQL)
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],

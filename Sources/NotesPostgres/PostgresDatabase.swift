@@ -1,13 +1,13 @@
 public import Logging
 public import NotesModel
-import PostgresNIO
+package import PostgresNIO
 
 /// One notesd's connections to a PostgreSQL database: postgres-nio's pool, kept running
 /// by `run()` (under the daemon's `ServiceGroup`), with a statement timeout on every
 /// connection and the schema migrated once, whichever instance starts first.
 public final class PostgresDatabase: Sendable {
     public let location: PostgresLocation
-    let client: PostgresClient
+    package let client: PostgresClient
     let logger: Logger
 
     /// Most connections this instance opens (PostgreSQL's own default limit is 100, for
@@ -141,7 +141,7 @@ public final class PostgresDatabase: Sendable {
     // MARK: Errors
 
     /// The one place where driver errors become `NotesError`.
-    func convert(_ error: any Error, doing what: String) -> NotesError {
+    package func convert(_ error: any Error, doing what: String) -> NotesError {
         if let error = error as? NotesError { return error }
         if let error = error as? PostgresTransactionError {
             if let inner = error.closureError { return convert(inner, doing: what) }

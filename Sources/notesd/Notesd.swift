@@ -36,7 +36,9 @@ struct Notesd: AsyncParsableCommand {
               notesd --data-dir /var/lib/notes --socket /run/notes/notesd.sock --listen 127.0.0.1:8420
               notesd --database 'postgres://notes@db.example.com:5432/notes?sslmode=verify-full' --listen 127.0.0.1:8420
               notesd --database postgresql://notes@%2Frun%2Fpostgresql/notes
-            """)
+              notesd migrate --from sqlite:/var/lib/notes/notes.sqlite --to postgres://notes@db.example.com/notes
+            """,
+        subcommands: [MigrateCommand.self])
 
     /// Runs Swift concurrency on NIO's event loops, so that a request's handler runs on
     /// the thread that read it instead of hopping to the cooperative pool and back (two

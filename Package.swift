@@ -18,7 +18,7 @@ let package = Package(
         .executable(name: "notes-fsbench", targets: ["notes-fsbench"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
@@ -141,6 +141,7 @@ let package = Package(
             name: "NotesMount",
             dependencies: [
                 "NotesModel", "NotesFS", "NotesReplica", "NotesClient", "NotesMerge",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -35,10 +35,13 @@ extension SyncEngine {
         let ours = change.content ?? []
         let theirs = server.recordType == .file ? [UInt8](server.bytes ?? Data()) : Array((server.body ?? "").utf8)
         let merged: [UInt8]?
-        if ours == theirs || (local.changeTag == nil && server.modifiedBy == tree.account) {
-            // The same text, or a record this mount created whose upload went through
-            // but whose answer was lost (notesd stopped right after committing): the
-            // server holds this mount's own earlier state, nothing of anyone else's.
+        if try ours == theirs || server.modifiedBy == tree.account
+            && (local.changeTag == nil || replica.sentDigest(of: key) == ContentDigest.of(theirs)) {
+            // The same text, or an upload of this mount's that went through but whose
+            // answer was lost (the mount stopped, or notesd, right after the commit): the
+            // server holds this mount's own earlier state, nothing of anyone else's, and
+            // what is queued here came after it. (A log appended to before each SIGTERM
+            // made a conflict copy of the mount with itself, beside stress-ng.)
             merged = ours
         } else if local.recordType == .note, server.recordType == .note, let baseBody = base?.body,
                   case .merged(let result) = ThreeWayMerge.merge(

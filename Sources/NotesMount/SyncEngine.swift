@@ -285,6 +285,9 @@ public final class SyncEngine: Sendable {
                 bytes: record.recordType == .file ? Data(content) : nil, changeTag: record.changeTag))
         }
         if saves.isEmpty && deletes.isEmpty { return true }
+        try replica.noteSending(batch.compactMap { change in
+            change.record.deleted ? nil : (change.record.key, ContentDigest.of(change.content ?? []))
+        })
         do {
             let result = try await client.modify(ModifyRequest(zone: zone, saves: saves, deletes: deletes))
             setOnline(true)

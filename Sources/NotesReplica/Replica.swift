@@ -382,12 +382,33 @@ public final class Replica: Sendable {
         try write("mark \(key) uploaded") { db in
             try db.cachedStatement(
                 sql: """
-                    UPDATE records SET change_tag = ?, share_id = ?, modified_by = ?, refusal = NULL,
+                    UPDATE records SET change_tag = ?, share_id = ?, modified_by = ?, refusal = NULL, sent_digest = NULL,
                         dirty = CASE WHEN dirty = ? THEN 0 ELSE dirty END
                     WHERE owner = ? AND zone = ? AND record_name = ?
                     """
             ).execute(
                 arguments: [saved.changeTag, saved.shareID, saved.modifiedBy, dirty, key.zone.owner, key.zone.name, key.recordName])
+        }
+    }
+
+    /// Notes what an upload is about to send (`digest` of each save's content), before
+    /// it goes: see `sentDigest`.
+    public func noteSending(_ digests: [(key: RecordKey, digest: [UInt8])]) throws(ReplicaError) {
+        guard !digests.isEmpty else { return }
+        try write("note what an upload sends") { db in
+            let statement = try db.cachedStatement(sql: "UPDATE records SET sent_digest = ? WHERE owner = ? AND zone = ? AND record_name = ?")
+            for (key, digest) in digests {
+                try statement.execute(arguments: [Data(digest), key.zone.owner, key.zone.name, key.recordName])
+            }
+        }
+    }
+
+    /// The digest of what the last upload of a record sent, if its answer never came:
+    /// a version on notesd with this content, by this account, is this mount's own.
+    public func sentDigest(of key: RecordKey) throws(ReplicaError) -> [UInt8]? {
+        try read("read what was sent of \(key)") { db in
+            try Data.fetchOne(db, sql: "SELECT sent_digest FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                              arguments: [key.zone.owner, key.zone.name, key.recordName]).map { Array($0) }
         }
     }
 

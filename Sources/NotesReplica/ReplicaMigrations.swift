@@ -74,6 +74,14 @@ enum ReplicaMigrations {
                 ALTER TABLE records ADD COLUMN refusal TEXT;
                 """)
         }
+        migrator.registerMigration("v4: what the last upload sent") { db in
+            try db.execute(sql: """
+                -- SHA-256 of the content an upload was about to send: when its answer is lost
+                -- (the mount stopped, the connection dropped after notesd committed), the
+                -- version it left on notesd is then known as this mount's own, not another's.
+                ALTER TABLE records ADD COLUMN sent_digest BLOB;
+                """)
+        }
         return migrator
     }
 }

@@ -98,6 +98,21 @@ import Testing
         #expect(try replica.contentAndTag(of: key) == nil)
     }
 
+    /// What an upload sent is remembered until its answer comes, so that after an answer
+    /// lost to a stop the version it left on notesd is known as the mount's own.
+    @Test func whatAnUploadSentIsKnownUntilItsAnswerComes() throws {
+        let key = RecordKey(zone: zone, recordName: "a")
+        _ = try replica.saveLocal(row("a"), content: Array("line 0\n".utf8))
+        let sent = try #require(try batch().first)
+        try replica.noteSending([(key, [1, 2, 3])])
+        // No answer yet (or never, if the mount stops): the digest stays, with the change queued.
+        _ = try replica.saveLocal(row("a"), content: Array("line 0\nline 1\n".utf8))
+        #expect(try replica.sentDigest(of: key) == [1, 2, 3])
+        // Once an answer comes, it is forgotten.
+        try replica.markSaved(key, dirty: sent.record.dirty, as: server("a", body: "line 0\n", tag: "t1"))
+        #expect(try replica.sentDigest(of: key) == nil)
+    }
+
     @Test func aRefusedChangeStaysListedWithItsReason() throws {
         let key = RecordKey(zone: zone, recordName: "a")
         _ = try replica.saveLocal(row("a"), content: Array("x".utf8))

@@ -32,9 +32,6 @@ struct MigrateCommand: AsyncParsableCommand {
     @Option(help: "The PostgreSQL database to copy into: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE].")
     var to: String
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "warning"
-
     func run() async throws {
         let path = from.hasPrefix("sqlite:") ? String(from.dropFirst("sqlite:".count)) : from
         let parsed = Result { () throws(NotesError) in try PostgresLocation(url: to) }
@@ -43,7 +40,7 @@ struct MigrateCommand: AsyncParsableCommand {
             return
         }
         var logger = Logger(label: "notesd.migrate")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
+        logger.logLevel = .warning
         let database = PostgresDatabase(location, maximumConnections: 2, logger: logger)
         let transfer = StoreTransfer(sqlitePath: path, target: database, logger: logger)
         let pool = Task { await database.run() }

@@ -38,7 +38,7 @@ struct Notesd: AsyncParsableCommand {
               notesd --database postgresql://notes@%2Frun%2Fpostgresql/notes
               notesd migrate --from sqlite:/var/lib/notes/notes.sqlite --to postgres://notes@db.example.com/notes
             """,
-        subcommands: [MigrateCommand.self])
+        subcommands: [MigrateCommand.self, BackupCommand.self, RestoreCommand.self])
 
     /// Runs Swift concurrency on NIO's event loops, so that a request's handler runs on
     /// the thread that read it instead of hopping to the cooperative pool and back (two

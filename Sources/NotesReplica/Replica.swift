@@ -294,37 +294,48 @@ public final class Replica: Sendable {
         }
     }
 
-    /// Adds to a batch the folders its saves go into that notesd does not have yet.
+    /// Adds to a batch the queued saves of the folders its saves go into, and of their
+    /// folders up to the top of the zone: notesd must see the path a save names as this
+    /// mount does.
     ///
     /// Queue order is not folder-first: a folder made here, a note moved into it, then
     /// the folder renamed, queues the folder's row behind the note's. A batch cut between
     /// them (a held row, the budget, the limit) sent the note into a folder notesd did not
-    /// know, and the refusal moved the note to the top of its zone (fsstress, `-s 4`).
-    /// notesd applies a batch's folders before what they hold. A folder that cannot go
-    /// now (held, skipped, past the limit) cuts the batch before the first save into it.
+    /// know, and the refusal moved the note to the top of its zone; and a folder moved
+    /// into one that was moved out of it here went up before that move, which notesd
+    /// refused as a folder moved into itself (fsstress, renames and rmdirs). notesd
+    /// applies a batch's folders before what they hold. A folder that cannot go now
+    /// (held, skipped, past the limit) cuts the batch before the first save into it.
     static func withQueuedFolders(
         _ batch: [PendingChange], _ db: Database, limit: Int, skipping: Set<RecordKey>, holding: (RecordKey, Bool) -> Bool
     ) throws -> [PendingChange] {
         var batch = batch
         var names = Set(batch.map(\.record.recordName))
+        // Folders added at the end, each with the position of the save that needed it.
+        let queued = batch.count
+        var neededBy: [Int] = []
         var index = 0
         while index < batch.count {
             let record = batch[index].record
-            guard !record.deleted, let parent = record.parent, !names.contains(parent) else {
-                index += 1
-                continue
-            }
-            let key = RecordKey(zone: record.zone, recordName: parent)
-            let row = try Row.fetchOne(db, sql: """
-                SELECT \(metadataColumns), content FROM records
-                WHERE owner = ? AND zone = ? AND record_name = ? AND dirty > 0 AND change_tag IS NULL AND deleted = 0
-                """, arguments: [key.zone.owner, key.zone.name, key.recordName])
-            if let row {
+            var cursor = record.deleted ? nil : record.parent
+            var depth = 0
+            while let folder = cursor, depth < 256 {
+                depth += 1
+                let key = RecordKey(zone: record.zone, recordName: folder)
+                guard let row = try Row.fetchOne(db, sql: """
+                    SELECT \(metadataColumns), content FROM records WHERE owner = ? AND zone = ? AND record_name = ?
+                    """, arguments: [key.zone.owner, key.zone.name, key.recordName]) else { break }
+                let change = pendingChange(row)
+                cursor = change.record.parent
+                guard change.record.dirty > 0, !change.record.deleted, !names.contains(folder) else { continue }
                 guard batch.count < limit, !skipping.contains(key), !holding(key, false) else {
-                    return Array(batch[..<index])
+                    // This save and the queue behind it wait; what earlier saves need stays.
+                    let added = zip(batch[queued...], neededBy).filter { $0.1 < index }.map(\.0)
+                    return Array(batch[..<min(index, queued)]) + added
                 }
-                batch.append(pendingChange(row))
-                names.insert(parent)
+                batch.append(change)
+                neededBy.append(index)
+                names.insert(folder)
             }
             index += 1
         }

@@ -154,5 +154,50 @@ import Testing
         // A folder that cannot go now holds back what goes into it.
         #expect(try batch(skipping: [folder]) == ["h1"])
         #expect(try batch(limit: 2) == ["h1"])
+
+        // A second note into a second new folder: a cut before it keeps the first's folder.
+        _ = try replica.saveLocal(row("F2", type: .folder), content: nil)
+        _ = try replica.saveLocal(row("Y", parent: "F2", tag: "y1"), content: Array("y".utf8))
+        var renamedAgain = row("F2", type: .folder)
+        renamedAgain.name = "G2"
+        _ = try replica.saveLocal(renamedAgain, content: nil)
+        let second = RecordKey(zone: fixture.zone, recordName: "F2")
+        // (h2 still holds the queue: h1, K, then F, F2 and Y come after it.)
+        #expect(try batch() == ["h1", "K", "F"])
+        // Now h2 is closed, h3 is open, and F is renamed once more (behind h3): the batch
+        // h1, K, h2, Y stops at h3 and takes F for K; F2, which Y needs, cannot go, so Y
+        // waits, and F stays for K.
+        _ = try replica.saveLocal(row("h3"), content: Array("3".utf8))
+        var thirdName = row("F", type: .folder)
+        thirdName.name = "G3"
+        _ = try replica.saveLocal(thirdName, content: nil)
+        let h3 = RecordKey(zone: fixture.zone, recordName: "h3")
+        #expect(try replica.nextBatch(limit: 400, byteBudget: 1 << 30, skipping: [second], holding: { key, _ in key == h3 }, cost: { content, _ in content?.count ?? 0 })
+            .map(\.record.recordName) == ["h1", "K", "h2", "F"])
+    }
+
+    /// A folder moved here into one that was first moved out of it: notesd must get the
+    /// move out first, or it refuses a folder moved into itself.
+    @Test func aFolderMovedIntoOneMovedOutOfItGoesAfterThatMove() throws {
+        let fixture = try ReplicaTests()
+        let replica = fixture.replica
+        func folder(_ name: String, parent: String?, tag: String) -> ReplicaRecord {
+            ReplicaRecord(
+                zone: fixture.zone, recordName: name, recordType: .folder, name: name, parent: parent, size: 0,
+                shareID: nil, changeTag: tag, createdAt: 0, modifiedAt: 0, modifiedBy: "alice")
+        }
+        // On notesd B is inside A. Here B moved to the top, then A into B, then B renamed.
+        _ = try replica.saveLocal(folder("B", parent: nil, tag: "b1"), content: nil)
+        _ = try replica.saveLocal(folder("A", parent: "B", tag: "a1"), content: nil)
+        _ = try replica.saveLocal(fixture.row("h"), content: Array("h".utf8))
+        var renamed = folder("B", parent: nil, tag: "b1")
+        renamed.name = "B2"
+        _ = try replica.saveLocal(renamed, content: nil)
+        let held = RecordKey(zone: fixture.zone, recordName: "h")
+        let batch = try replica.nextBatch(limit: 400, byteBudget: 1 << 30, skipping: [], holding: { key, _ in key == held }, cost: { content, _ in content?.count ?? 0 })
+        // A's move goes with B's (notesd puts B's first: a batch's folders go before what they hold).
+        #expect(batch.map(\.record.recordName) == ["A", "B"])
+        let saves = batch.map { RecordSave(recordName: $0.record.recordName, recordType: .folder, name: $0.record.name, parent: $0.record.parent, changeTag: $0.record.changeTag) }
+        #expect(try RecordRules.ordered(saves).map(\.recordName) == ["B", "A"])
     }
 }

@@ -29,6 +29,12 @@ public final class PostgresCluster: Sendable {
 
     private static let sharedCluster = Mutex<PostgresCluster?>(nil)
 
+    /// A cluster of the caller's own (a test that stops and starts the server), stopped
+    /// and removed when it is released.
+    public static func dedicated() throws -> PostgresCluster {
+        try PostgresCluster()
+    }
+
     private init() throws {
         guard FileManager.default.isExecutableFile(atPath: "\(Self.binaries)/initdb") else {
             throw ClusterError("PostgreSQL 15 is not installed (no \(Self.binaries)/initdb): run scripts/setup-debian.sh, which installs Debian's postgresql package.")
@@ -40,6 +46,17 @@ public final class PostgresCluster: Sendable {
         port = DaemonProcess.freePort()
         try Self.chownToPostgres(directory)
         try Self.run("initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+        server = Mutex(nil)
+        do {
+            try startServer()
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// Starts the server on the cluster's port and waits until it answers.
+    private func startServer() throws {
         let process = Self.process("postgres", [
             "-D", "\(directory)/data", "-p", "\(port)", "-k", directory, "-c", "listen_addresses=127.0.0.1",
             "-c", "fsync=off", "-c", "max_connections=200",
@@ -48,16 +65,28 @@ public final class PostgresCluster: Sendable {
         process.standardOutput = log
         process.standardError = log
         try process.run()
-        server = Mutex(process)
+        server.withLock { $0 = process }
         // Ready once it answers (initdb and the first start take seconds on a busy machine).
         let deadline = Date().addingTimeInterval(120)
         while (try? Self.run("pg_isready", ["-h", directory, "-p", "\(port)", "-U", "postgres"])) == nil {
             guard process.isRunning, Date() < deadline else {
-                stop()
                 throw ClusterError("PostgreSQL did not start: see \(directory)/server.log")
             }
             usleep(50_000)
         }
+    }
+
+    /// Stops the server at once (SIGQUIT: every connection is cut, as in a crash), keeping
+    /// its data; `resume` starts it again on the same port.
+    public func pause() {
+        if let process = server.withLock({ $0 }), process.isRunning {
+            kill(process.processIdentifier, SIGQUIT)
+            process.waitUntilExit()
+        }
+    }
+
+    public func resume() throws {
+        try startServer()
     }
 
     /// A new, empty database; returns its URL.

@@ -285,9 +285,15 @@ public final class SyncEngine: Sendable {
                 bytes: record.recordType == .file ? Data(content) : nil, changeTag: record.changeTag))
         }
         if saves.isEmpty && deletes.isEmpty { return true }
-        try replica.noteSending(batch.compactMap { change in
-            change.record.deleted ? nil : (change.record.key, ContentDigest.of(change.content ?? []))
-        })
+        // Best effort: on a full cache disk the upload must still go (it is what lets
+        // the mount catch up); only the recognition of a lost answer is given up.
+        do {
+            try replica.noteSending(batch.compactMap { change in
+                change.record.deleted ? nil : (change.record.key, ContentDigest.of(change.content ?? []))
+            })
+        } catch {
+            logger.warning("could not note what an upload sends: \(error)")
+        }
         do {
             let result = try await client.modify(ModifyRequest(zone: zone, saves: saves, deletes: deletes))
             setOnline(true)

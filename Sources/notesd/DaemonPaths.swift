@@ -30,7 +30,9 @@ struct DaemonPaths {
         var socketEnvironment = env
         socketEnvironment["NOTES_DATA_DIR"] = resolvedData
         self.socket = socket ?? DefaultPaths.socket(environment: socketEnvironment, home: home)
-        switch database {
+        // The URL may come from the environment (a systemd EnvironmentFile), so that a
+        // password in it shows neither in the unit nor in `ps`.
+        switch database ?? env["NOTES_DATABASE_URL"] {
         case nil:
             self.database = .sqlite(path: "\(resolvedData)/notes.sqlite")
         case let url? where url.hasPrefix("sqlite:"):

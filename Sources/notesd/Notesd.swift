@@ -57,7 +57,7 @@ struct Notesd: AsyncParsableCommand {
     @Option(help: "Also serve HTTP on TCP, as HOST:PORT (clients then need a bearer token).")
     var listen: String?
 
-    @Option(help: "Database URL: sqlite:PATH (default DATA_DIR/notes.sqlite), or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE] (also postgresql://; a Unix socket as a host of %2Frun%2Fpostgresql or ?host=/run/postgresql).")
+    @Option(help: "Database URL (default $NOTES_DATABASE_URL, else sqlite:DATA_DIR/notes.sqlite): sqlite:PATH, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE] (also postgresql://; a Unix socket as a host of %2Frun%2Fpostgresql or ?host=/run/postgresql).")
     var database: String?
 
     @Option(help: "Base URL of share links and public pages (default http://HOST:PORT of --listen).")

@@ -7,7 +7,7 @@ import Testing
 @Suite struct SystemdUnitTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test(arguments: [("notesd.service", false), ("user/notesd.service", true), ("user/notes-mount.service", true)])
+    @Test(arguments: [("notesd.service", false), ("notesd-postgres.service", false), ("user/notesd.service", true), ("user/notes-mount.service", true)])
     func unitVerifies(_ unit: String, _ user: Bool) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("units-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

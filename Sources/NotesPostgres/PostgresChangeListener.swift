@@ -26,6 +26,7 @@ public final class PostgresChangeListener: Sendable {
     let logger: Logger
     let heard: @Sendable ([ChangeNotice]) -> Void
     let listening: @Sendable (_ again: Bool) -> Void
+    let reachable: @Sendable (Bool) -> Void
     let pingInterval: Duration
     let pingTimeout: Duration
     let maximumPause: Duration
@@ -43,8 +44,10 @@ public final class PostgresChangeListener: Sendable {
     public init(
         location: PostgresLocation, feed: PostgresChangeFeed, logger: Logger = Logger(label: "notes.postgres.listen"),
         pingInterval: Duration = .seconds(15), pingTimeout: Duration = .seconds(10), maximumPause: Duration = .seconds(5),
-        heard: @escaping @Sendable ([ChangeNotice]) -> Void, listening: @escaping @Sendable (_ again: Bool) -> Void
+        heard: @escaping @Sendable ([ChangeNotice]) -> Void, listening: @escaping @Sendable (_ again: Bool) -> Void,
+        reachable: @escaping @Sendable (Bool) -> Void = { _ in }
     ) {
+        self.reachable = reachable
         self.location = location
         self.feed = feed
         self.logger = logger
@@ -78,6 +81,7 @@ public final class PostgresChangeListener: Sendable {
                         } else {
                             logger.info("listening for other instances' changes", metadata: ["channel": "\(feed.channel)", "instance": "\(feed.instance)"])
                         }
+                        reachable(true)
                         listening(listenedBefore)
                         listenedBefore = true
                         try await watch(notifications, on: connection)
@@ -91,6 +95,9 @@ public final class PostgresChangeListener: Sendable {
                 try? await connection.close()
             } catch {
                 if Task.isCancelled { break }
+                // Lost, or cannot connect: the server is taken as away until a request's
+                // own check or the next LISTEN finds it back.
+                reachable(false)
                 failures += 1
                 let pause = pauseAfter(failures)
                 logger.warning("the connection listening for other instances' changes failed; reconnecting", metadata: [

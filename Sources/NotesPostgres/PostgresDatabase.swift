@@ -1,4 +1,5 @@
 public import Logging
+import Synchronization
 public import NotesModel
 package import PostgresNIO
 
@@ -9,6 +10,10 @@ public final class PostgresDatabase: Sendable {
     public let location: PostgresLocation
     package let client: PostgresClient
     let logger: Logger
+    /// Whether the server was last seen unreachable (the listening connection lost): a
+    /// request then checks with a connection of its own before it waits in the pool,
+    /// which would hold it for as long as the server is away.
+    private let markedDown = Mutex(false)
 
     /// Most connections this instance opens (PostgreSQL's own default limit is 100, for
     /// all instances together).
@@ -50,6 +55,19 @@ public final class PostgresDatabase: Sendable {
         } catch {
             throw convert(error, doing: "open a connection")
         }
+    }
+
+    /// Notes whether the server answers, as the listening connection finds it.
+    public func markReachable(_ reachable: Bool) {
+        markedDown.withLock { $0 = !reachable }
+    }
+
+    /// Answers at once, with 503 and Retry-After, while the server is known to be away,
+    /// instead of leaving a request waiting in the pool for a connection.
+    package func checkAvailable() async throws(NotesError) {
+        guard markedDown.withLock({ $0 }) else { return }
+        try await checkReachable()
+        markReachable(true)
     }
 
     // MARK: Migrations
@@ -152,9 +170,9 @@ public final class PostgresDatabase: Sendable {
             case "23505": return NotesError(.constraintViolation, "That name is already taken.")
             case "23503": return NotesError(.invalidArguments, "The request refers to something that does not exist.")
             case "22021", "22P05": return NotesError(.invalidArguments, "The request holds a character that cannot be stored (a NUL).")
-            case "57014": return NotesError(.serviceUnavailable, "The database took too long to answer; try again.")
+            case "57014": return NotesError(.serviceUnavailable, "The database took too long to answer; try again.", retryAfter: 2)
             case "53100": return NotesError(.serviceUnavailable, "The database server's disk is full; free space and try again.")
-            case "40001", "40P01": return NotesError(.serviceUnavailable, "The database is busy; try again.")
+            case "40001", "40P01": return NotesError(.serviceUnavailable, "The database is busy; try again.", retryAfter: 1)
             case "28P01", "28000":
                 return NotesError(.serviceUnavailable, "PostgreSQL refused the login of \(location.user) to \(location.database): check the role, its password and pg_hba.conf.")
             case "3D000":
@@ -163,7 +181,8 @@ public final class PostgresDatabase: Sendable {
             }
             if error.code == .connectionError || error.code == .serverClosedConnection || error.code == .clientClosedConnection {
                 logger.error("database unreachable", metadata: ["error": "\(String(reflecting: error))"])
-                return NotesError(.serviceUnavailable, "Cannot reach the database at \(location) to \(what); check that PostgreSQL is running.")
+                markReachable(false)
+                return NotesError(.serviceUnavailable, "Cannot reach the database at \(location) to \(what); check that PostgreSQL is running.", retryAfter: 2)
             }
         }
         logger.error("storage fault", metadata: ["error": "\(String(reflecting: error))", "doing": "\(what)"])

@@ -49,6 +49,7 @@ public final class PostgresStore: RecordStore {
     /// - Parameter sequenced: takes the counter row for the whole transaction; only
     ///   writes that touch nothing of zones, records or shares may leave it.
     func write<T: Sendable>(sequenced: Bool = true, _ body: (PostgresWrite) async throws -> T) async throws(NotesError) -> T {
+        try await database.checkAvailable()
         let outcome: (T, Set<ChangeNotice>)
         do {
             outcome = try await database.client.withTransaction(logger: logger) { connection in
@@ -74,6 +75,7 @@ public final class PostgresStore: RecordStore {
 
     /// Runs `body` in one read-only snapshot of the database.
     func read<T: Sendable>(_ body: (SQL) async throws -> T) async throws(NotesError) -> T {
+        try await database.checkAvailable()
         do {
             return try await database.client.withConnection { connection in
                 let sql = SQL(connection: connection, logger: logger)
@@ -94,6 +96,7 @@ public final class PostgresStore: RecordStore {
 
     /// One statement on its own (no snapshot needed), for the hottest reads.
     func readOne<T: Sendable>(_ body: (SQL) async throws -> T) async throws(NotesError) -> T {
+        try await database.checkAvailable()
         do {
             return try await database.client.withConnection { connection in
                 try await body(SQL(connection: connection, logger: logger))

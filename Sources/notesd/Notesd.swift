@@ -176,7 +176,8 @@ struct Notesd: AsyncParsableCommand {
                 database: database, logger: Logger(label: "notesd.store"), storage: storage, changeFeed: feed, onChange: { notifier.publish($0) })
             let listener = PostgresChangeListener(
                 location: location, feed: feed, logger: Logger(label: "notesd.listen"),
-                heard: { notifier.publish($0) }, listening: { _ in notifier.askEveryoneToFetch() })
+                heard: { notifier.publish($0) }, listening: { _ in notifier.askEveryoneToFetch() },
+                reachable: { database.markReachable($0) })
             let metadata = starting.merging(["instance": "\(feed.instance)"]) { $1 }
             // The pool runs first and stops last; the rest starts once the schema is
             // migrated (or stops notesd, with the reason, if the database is newer).

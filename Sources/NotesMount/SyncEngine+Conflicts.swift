@@ -36,12 +36,13 @@ extension SyncEngine {
         let theirs = server.recordType == .file ? [UInt8](server.bytes ?? Data()) : Array((server.body ?? "").utf8)
         let merged: [UInt8]?
         if try ours == theirs || server.modifiedBy == tree.account
-            && (local.changeTag == nil || replica.sentDigest(of: key) == ContentDigest.of(theirs)) {
+            && (local.changeTag == nil || replica.sentDigests(of: key).contains(ContentDigest.of(theirs))) {
             // The same text, or an upload of this mount's that went through but whose
             // answer was lost (the mount stopped, or notesd, right after the commit): the
             // server holds this mount's own earlier state, nothing of anyone else's, and
             // what is queued here came after it. (A log appended to before each SIGTERM
-            // made a conflict copy of the mount with itself, beside stress-ng.)
+            // made a conflict copy of the mount with itself, beside stress-ng: the upload
+            // of lines 0-3 was answered too late, and the next mount sent lines 0-4.)
             merged = ours
         } else if local.recordType == .note, server.recordType == .note, let baseBody = base?.body,
                   case .merged(let result) = ThreeWayMerge.merge(

@@ -403,23 +403,30 @@ public final class Replica: Sendable {
     }
 
     /// Notes what an upload is about to send (`digest` of each save's content), before
-    /// it goes: see `sentDigest`.
+    /// it goes, beside the digests of earlier uploads of the record whose answers never
+    /// came (the last eight): see `sentDigests`.
     public func noteSending(_ digests: [(key: RecordKey, digest: [UInt8])]) throws(ReplicaError) {
         guard !digests.isEmpty else { return }
         try write("note what an upload sends") { db in
-            let statement = try db.cachedStatement(sql: "UPDATE records SET sent_digest = ? WHERE owner = ? AND zone = ? AND record_name = ?")
+            let statement = try db.cachedStatement(sql: """
+                UPDATE records SET sent_digest = substr(COALESCE(sent_digest, x'') || ?, -256)
+                WHERE owner = ? AND zone = ? AND record_name = ?
+                """)
             for (key, digest) in digests {
                 try statement.execute(arguments: [Data(digest), key.zone.owner, key.zone.name, key.recordName])
             }
         }
     }
 
-    /// The digest of what the last upload of a record sent, if its answer never came:
-    /// a version on notesd with this content, by this account, is this mount's own.
-    public func sentDigest(of key: RecordKey) throws(ReplicaError) -> [UInt8]? {
+    /// The digests of what uploads of a record sent since its last answer: a version on
+    /// notesd with one of these contents, by this account, is this mount's own. (Only the
+    /// last would not do: an upload whose answer was lost at a stop is followed, after
+    /// the next edit, by one of the new content, and notesd holds the first.)
+    public func sentDigests(of key: RecordKey) throws(ReplicaError) -> [[UInt8]] {
         try read("read what was sent of \(key)") { db in
-            try Data.fetchOne(db, sql: "SELECT sent_digest FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
-                              arguments: [key.zone.owner, key.zone.name, key.recordName]).map { Array($0) }
+            let bytes = try Data.fetchOne(db, sql: "SELECT sent_digest FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                                          arguments: [key.zone.owner, key.zone.name, key.recordName]).map { Array($0) } ?? []
+            return stride(from: 0, to: bytes.count - bytes.count % 32, by: 32).map { Array(bytes[$0..<$0 + 32]) }
         }
     }
 

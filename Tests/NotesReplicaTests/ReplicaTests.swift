@@ -104,13 +104,18 @@ import Testing
         let key = RecordKey(zone: zone, recordName: "a")
         _ = try replica.saveLocal(row("a"), content: Array("line 0\n".utf8))
         let sent = try #require(try batch().first)
-        try replica.noteSending([(key, [1, 2, 3])])
-        // No answer yet (or never, if the mount stops): the digest stays, with the change queued.
+        let first = [UInt8](repeating: 1, count: 32), second = [UInt8](repeating: 2, count: 32)
+        try replica.noteSending([(key, first)])
+        // No answer (the mount stopped), an edit, and the next upload: both are known.
         _ = try replica.saveLocal(row("a"), content: Array("line 0\nline 1\n".utf8))
-        #expect(try replica.sentDigest(of: key) == [1, 2, 3])
-        // Once an answer comes, it is forgotten.
+        try replica.noteSending([(key, second)])
+        #expect(try replica.sentDigests(of: key) == [first, second])
+        // At most the last eight are kept.
+        for index in 3...12 { try replica.noteSending([(key, [UInt8](repeating: UInt8(index), count: 32))]) }
+        #expect(try replica.sentDigests(of: key).map(\.[0]) == Array(5...12))
+        // Once an answer comes, they are forgotten.
         try replica.markSaved(key, dirty: sent.record.dirty, as: server("a", body: "line 0\n", tag: "t1"))
-        #expect(try replica.sentDigest(of: key) == nil)
+        #expect(try replica.sentDigests(of: key).isEmpty)
     }
 
     @Test func aRefusedChangeStaysListedWithItsReason() throws {

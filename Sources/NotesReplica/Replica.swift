@@ -314,12 +314,15 @@ public final class Replica: Sendable {
         // Folders added at the end, each with the position of the save that needed it.
         let queued = batch.count
         var neededBy: [Int] = []
+        // Folders whose path up to the top has been walked already: a batch of notes in
+        // one folder reads that path once, not once per note.
+        var walked = Set<String>()
         var index = 0
         while index < batch.count {
             let record = batch[index].record
             var cursor = record.deleted ? nil : record.parent
             var depth = 0
-            while let folder = cursor, depth < 256 {
+            while let folder = cursor, depth < 256, walked.insert(folder).inserted {
                 depth += 1
                 let key = RecordKey(zone: record.zone, recordName: folder)
                 guard let row = try Row.fetchOne(db, sql: """

@@ -116,9 +116,9 @@ extension NotesClient {
             throw NotesError(.invalidArguments, "Could not encode the request: \(error)")
         }
         do {
-            return try await NotesClient.http.execute(request(.POST, "/v1/records/changes", body: payload), timeout: timeout)
+            return try await http.execute(request(.POST, "/v1/records/changes", body: payload), timeout: timeout)
         } catch {
-            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint) (\(Self.reason(error))). Is it running? Start it with `notesd`, or pass --socket/--server.")
+            throw unreachable(error)
         }
     }
 

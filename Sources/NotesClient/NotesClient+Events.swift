@@ -19,7 +19,7 @@ extension NotesClient {
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    let response = try await NotesClient.http.execute(request, timeout: .hours(24 * 365))
+                    let response = try await http.execute(request, timeout: .hours(24 * 365))
                     guard response.status == .ok else {
                         let data = Data((try await response.body.collect(upTo: 1 << 20)).readableBytesView)
                         if let body = try? NotesJSON.decoder().decode(NotesJSON.ErrorBody.self, from: data) {

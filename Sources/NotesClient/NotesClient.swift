@@ -5,7 +5,9 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 public import NotesModel
+import Synchronization
 
 /// A client of `notesd`'s HTTP API, over its Unix socket or TCP.
 ///
@@ -25,26 +27,45 @@ public struct NotesClient: Sendable {
         }
     }
 
-    /// One HTTP client for the whole process, never shut down. Unlike AsyncHTTPClient's
-    /// shared client it does not retry failed connections until the request's deadline:
-    /// a daemon that is not running is reported at once, not after a minute, and the
-    /// callers that want to wait (the mount) retry on their own terms.
-    static let http: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout.connect = .seconds(5)
-        configuration.connectionPool.retryConnectionEstablishment = false
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
+    /// One HTTP client per CA file for the whole process, never shut down. Unlike
+    /// AsyncHTTPClient's shared client they do not retry failed connections until the
+    /// request's deadline: a daemon that is not running is reported at once, not after a
+    /// minute, and the callers that want to wait (the mount) retry on their own terms.
+    private static let clients = Mutex<[String: HTTPClient]>([:])
+
+    /// The HTTP client that trusts the system's CAs, or only those in `caFile`.
+    static func http(trusting caFile: String?) -> HTTPClient {
+        clients.withLock { clients in
+            if let client = clients[caFile ?? ""] { return client }
+            var configuration = HTTPClient.Configuration()
+            configuration.timeout.connect = .seconds(5)
+            configuration.connectionPool.retryConnectionEstablishment = false
+            if let caFile {
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.trustRoots = .file(caFile)
+                configuration.tlsConfiguration = tls
+            }
+            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+            clients[caFile ?? ""] = client
+            return client
+        }
+    }
 
     public let endpoint: Endpoint
     public let token: String?
+    /// PEM file of the CAs to trust for `https://` (else the system's).
+    public let caFile: String?
     let timeout: TimeAmount
 
-    public init(endpoint: Endpoint, token: String? = nil, timeoutSeconds: Int64 = 60) {
+    public init(endpoint: Endpoint, token: String? = nil, caFile: String? = nil, timeoutSeconds: Int64 = 60) {
         self.endpoint = endpoint
         self.token = token
+        self.caFile = caFile
         self.timeout = .seconds(timeoutSeconds)
     }
+
+    /// This client's HTTP connection pool.
+    var http: HTTPClient { Self.http(trusting: caFile) }
 
     func url(_ path: String) -> String {
         switch endpoint {
@@ -100,18 +121,42 @@ public struct NotesClient: Sendable {
     /// status; only a failure to reach the daemon throws.
     func send(_ method: HTTPMethod, _ path: String, body: [UInt8]?) async throws(NotesError) -> (status: Int, body: [UInt8]) {
         do {
-            let response = try await NotesClient.http.execute(request(method, path, body: body), timeout: timeout)
+            let response = try await http.execute(request(method, path, body: body), timeout: timeout)
             let buffer = try await response.body.collect(upTo: Limits.maxRequestBytes * 2)
             return (Int(response.status.code), Array(buffer.readableBytesView))
         } catch {
-            throw NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint) (\(Self.reason(error))). Is it running? Start it with `notesd`, or pass --socket/--server.")
+            throw unreachable(error)
         }
+    }
+
+    /// What a failure to reach notesd says: a TLS failure names the certificate
+    /// options, anything else asks whether notesd runs.
+    func unreachable(_ error: any Error) -> NotesError {
+        if Self.isTLSFailure(error) {
+            return NotesError(
+                .serviceUnavailable,
+                "Cannot reach notesd at \(endpoint) over TLS (\(Self.reason(error))). If its certificate comes from your own CA, pass that CA's PEM file with --ca-file or NOTES_CA_FILE; check that the URL's host is one the certificate names.")
+        }
+        if case .http(let url) = endpoint, url.lowercased().hasPrefix("http://"), (error as? HTTPClientError) == .remoteConnectionClosed {
+            return NotesError(.serviceUnavailable, "notesd at \(url) closed the connection without an answer; if it speaks TLS (--tls-cert), use https://.")
+        }
+        return NotesError(.serviceUnavailable, "Cannot reach notesd at \(endpoint) (\(Self.reason(error))). Is it running? Start it with `notesd`, or pass --socket/--server.")
+    }
+
+    static func isTLSFailure(_ error: any Error) -> Bool {
+        error is NIOSSLError || error is NIOSSLExtraError || "\(error)".contains("NIOSSL") || "\(error)".contains("certificate")
     }
 
     /// A short reason for a failed connection: the system's words for its errno.
     static func reason(_ error: any Error) -> String {
         if let error = error as? IOError {
             return String(cString: strerror(error.errnoCode)).lowercased()
+        }
+        if "\(error)".contains("CERTIFICATE_VERIFY_FAILED") {
+            return "its certificate is not signed by a CA this client trusts"
+        }
+        if "\(error)".contains("failedToValidateHostname") {
+            return "its certificate does not name this host"
         }
         return "\(error)"
     }

@@ -40,6 +40,13 @@ public final class SyncEngine: Sendable {
     /// once (see `settle`): a second refusal names them aside.
     let deferredForName = Mutex<Set<RecordKey>>([])
 
+    /// After notesd failed a whole upload (`internalError`: its database starting up, a
+    /// fault of its own), no upload before `until`; the pause doubles up to a minute and
+    /// ends with the next upload that works. Nothing was wrong with the changes: they
+    /// stay queued, not refused (a database restart once left a note queued until the
+    /// mount restarted).
+    let serverFault = Mutex<(until: ContinuousClock.Instant, pause: Duration)?>(nil)
+
     /// Uploads and fetches take turns (see `TurnLock`).
     let turns = TurnLock()
 
@@ -202,6 +209,7 @@ public final class SyncEngine: Sendable {
     /// Uploads queued changes, zone by zone, up to 400 a request, until none are left or
     /// the daemon is unreachable.
     func uploadPending() async {
+        if let fault = serverFault.withLock({ $0 }), ContinuousClock.now < fault.until { return }
         do {
             try await uploadZoneChanges()
             var rounds = 0
@@ -306,6 +314,7 @@ public final class SyncEngine: Sendable {
                 try replica.markDeleted(RecordKey(zone: zone, recordName: name), dirty: dirty[name] ?? 0)
             }
             logger.debug("uploaded \(saves.count) saves and \(deletes.count) deletes to \(zone)")
+            serverFault.withLock { $0 = nil }
             return true
         } catch let error as NotesError {
             return try await settle(error, batch: batch, zone: zone)
@@ -319,6 +328,15 @@ public final class SyncEngine: Sendable {
             return false
         }
         setOnline(true)
+        if error.code == .internalError && error.itemErrors.isEmpty {
+            let pause = serverFault.withLock { fault in
+                let pause = fault.map { min($0.pause * 2, .seconds(60)) } ?? .seconds(1)
+                fault = (ContinuousClock.now + pause, pause)
+                return pause
+            }
+            logger.warning("notesd failed to take \(batch.count) change(s) (\(error.message)); they stay queued and go again in \(pause.components.seconds) s.")
+            return false
+        }
         let items = error.itemErrors.isEmpty
             ? batch.map { NotesError.ItemError(recordName: $0.record.recordName, code: error.code, message: error.message, serverRecord: error.serverRecord) }
             : error.itemErrors

@@ -1,6 +1,7 @@
 public import Logging
 import Synchronization
 public import NotesModel
+package import NotesStore
 package import PostgresNIO
 
 /// One notesd's connections to a PostgreSQL database: postgres-nio's pool, kept running
@@ -14,6 +15,8 @@ public final class PostgresDatabase: Sendable {
     /// request then checks with a connection of its own before it waits in the pool,
     /// which would hold it for as long as the server is away.
     private let markedDown = Mutex(false)
+    /// Calls, connections held and faults, for `GET /metrics`.
+    package let metrics: StoreMetrics
 
     /// Most connections this instance opens (PostgreSQL's own default limit is 100, for
     /// all instances together).
@@ -28,6 +31,7 @@ public final class PostgresDatabase: Sendable {
     ) {
         self.location = location
         self.logger = logger
+        metrics = StoreMetrics(backend: "postgres", maximumConnections: maximumConnections)
         var configuration = location.clientConfiguration()
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(10)
@@ -159,11 +163,17 @@ public final class PostgresDatabase: Sendable {
     // MARK: Errors
 
     /// The one place where driver errors become `NotesError`.
+    /// Faults of the database are counted for `GET /metrics`.
     package func convert(_ error: any Error, doing what: String) -> NotesError {
         if let error = error as? NotesError { return error }
+        return metrics.counted(translate(error, doing: what))
+    }
+
+    private func translate(_ error: any Error, doing what: String) -> NotesError {
+        if let error = error as? NotesError { return error }
         if let error = error as? PostgresTransactionError {
-            if let inner = error.closureError { return convert(inner, doing: what) }
-            if let inner = error.beginError ?? error.commitError { return convert(inner, doing: what) }
+            if let inner = error.closureError { return translate(inner, doing: what) }
+            if let inner = error.beginError ?? error.commitError { return translate(inner, doing: what) }
         }
         if let error = error as? PSQLError {
             switch error.serverInfo?[.sqlState] {
@@ -171,6 +181,11 @@ public final class PostgresDatabase: Sendable {
             case "23503": return NotesError(.invalidArguments, "The request refers to something that does not exist.")
             case "22021", "22P05": return NotesError(.invalidArguments, "The request holds a character that cannot be stored (a NUL).")
             case "57014": return NotesError(.serviceUnavailable, "The database took too long to answer; try again.", retryAfter: 2)
+            case "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006":
+                // Shutting down, crashed, starting up, or the connection failed: away for now.
+                logger.warning("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
+                markReachable(false)
+                return NotesError(.serviceUnavailable, "The database at \(location) is not accepting connections now (starting or stopping); try again.", retryAfter: 2)
             case "53100": return NotesError(.serviceUnavailable, "The database server's disk is full; free space and try again.")
             case "40001", "40P01": return NotesError(.serviceUnavailable, "The database is busy; try again.", retryAfter: 1)
             case "28P01", "28000":

@@ -49,10 +49,15 @@ public final class PostgresStore: RecordStore {
     /// - Parameter sequenced: takes the counter row for the whole transaction; only
     ///   writes that touch nothing of zones, records or shares may leave it.
     func write<T: Sendable>(sequenced: Bool = true, _ body: (PostgresWrite) async throws -> T) async throws(NotesError) -> T {
+        let metrics = database.metrics
+        metrics.calls.increment()
+        defer { metrics.calls.decrement() }
         try await database.checkAvailable()
         let outcome: (T, Set<ChangeNotice>)
         do {
             outcome = try await database.client.withTransaction(logger: logger) { connection in
+                metrics.connectionsInUse.increment()
+                defer { metrics.connectionsInUse.decrement() }
                 let context = try await PostgresWrite.begin(SQL(connection: connection, logger: logger), now: clock(), sequenced: sequenced)
                 let value = try await body(context)
                 try await context.finish()
@@ -75,9 +80,14 @@ public final class PostgresStore: RecordStore {
 
     /// Runs `body` in one read-only snapshot of the database.
     func read<T: Sendable>(_ body: (SQL) async throws -> T) async throws(NotesError) -> T {
+        let metrics = database.metrics
+        metrics.calls.increment()
+        defer { metrics.calls.decrement() }
         try await database.checkAvailable()
         do {
             return try await database.client.withConnection { connection in
+                metrics.connectionsInUse.increment()
+                defer { metrics.connectionsInUse.decrement() }
                 let sql = SQL(connection: connection, logger: logger)
                 try await sql.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 do {
@@ -96,10 +106,15 @@ public final class PostgresStore: RecordStore {
 
     /// One statement on its own (no snapshot needed), for the hottest reads.
     func readOne<T: Sendable>(_ body: (SQL) async throws -> T) async throws(NotesError) -> T {
+        let metrics = database.metrics
+        metrics.calls.increment()
+        defer { metrics.calls.decrement() }
         try await database.checkAvailable()
         do {
             return try await database.client.withConnection { connection in
-                try await body(SQL(connection: connection, logger: logger))
+                metrics.connectionsInUse.increment()
+                defer { metrics.connectionsInUse.decrement() }
+                return try await body(SQL(connection: connection, logger: logger))
             }
         } catch {
             throw convert(error)

@@ -1,3 +1,4 @@
+import Metrics
 public import NotesModel
 import Synchronization
 
@@ -22,6 +23,8 @@ public final class ChangeNotifier: Sendable {
     }
 
     private let state = Mutex(Subscribers())
+    /// Open event streams, for `GET /metrics`.
+    private let openStreams = Meter(label: "notes_event_streams_open")
 
     public init() {}
 
@@ -43,7 +46,9 @@ public final class ChangeNotifier: Sendable {
             continuation.finish()
             return full ? nil : stream
         }
+        openStreams.increment()
         continuation.onTermination = { [weak self] _ in
+            self?.openStreams.decrement()
             self?.state.withLock { state in
                 state.byAccount[account]?[id] = nil
                 state.tokens[id] = nil

@@ -1,4 +1,8 @@
 public import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import Metrics
+public import NIOSSL
 public import NotesModel
 public import Logging
 
@@ -17,12 +21,15 @@ public struct NotesAPI: Sendable {
     public let renderer: any NoteRendering
     /// Seconds a request body may take beyond what its size earns (see `SlowBodyGuard`).
     public let bodyTimeout: Int
+    /// The metrics in Prometheus' text format, for `GET /metrics` (absent: 404).
+    public let metrics: (@Sendable () -> [UInt8])?
 
     public init(
         store: any RecordStore, notifier: ChangeNotifier, publicURL: String, clients: ClientAddress = ClientAddress(),
         idleTimeout: Int = Limits.idleConnectionSeconds, bodyTimeout: Int = Limits.requestBodySeconds,
-        renderer: any NoteRendering = InProcessRendering()
+        renderer: any NoteRendering = InProcessRendering(), metrics: (@Sendable () -> [UInt8])? = nil
     ) {
+        self.metrics = metrics
         self.bodyTimeout = bodyTimeout
         self.renderer = renderer
         self.idleTimeout = idleTimeout
@@ -36,6 +43,8 @@ public struct NotesAPI: Sendable {
     public func router() -> Router<NotesRequestContext> {
         let router = Router(context: NotesRequestContext.self)
         let routes = RouteTable()
+        // Outside the error mapping, so that it counts the status the client got.
+        if metrics != nil { router.add(middleware: MetricsMiddleware()) }
         router.add(middleware: ErrorMiddleware(routes: routes))
         router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
         // Ready: the database answers and is migrated (503 otherwise, through the error mapping).
@@ -45,7 +54,20 @@ public struct NotesAPI: Sendable {
         }
         PublicPageController(store: store, renderer: renderer).addRoutes(to: router)
         let peers = PeerAccountCache()
-        let v1 = router.group("v1").add(middleware: IdentityMiddleware(store: store, peers: peers, clients: clients))
+        let identify = IdentityMiddleware(store: store, peers: peers, clients: clients)
+        if let metrics {
+            // For the admin only (a token, or the admin or root on the socket): request
+            // counts and latencies say how busy the team is, not for the whole network.
+            router.group().add(middleware: identify).get("metrics") { _, context in
+                guard context.identity?.isAdmin == true else {
+                    throw NotesError(.permissionFailure, "Only notesd's admin may read its metrics; scrape with an admin's token (Prometheus: authorization.credentials_file).")
+                }
+                var headers = HTTPFields()
+                headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics())))
+            }
+        }
+        let v1 = router.group("v1").add(middleware: identify)
         AccountController(store: store, notifier: notifier, peers: peers).addRoutes(to: v1)
         RecordController(store: store).addRoutes(to: v1)
         ShareController(store: store, publicURL: publicURL).addRoutes(to: v1)
@@ -61,17 +83,19 @@ public struct NotesAPI: Sendable {
     /// `Limits.minimumBodyBytesPerSecond` after `bodyTimeout` seconds of grace, or the
     /// connection is closed. On TCP, one address holds at most
     /// `Limits.maxConnectionsPerClient` connections.
-    public func application(address: BindAddress, logger: Logger) -> some ApplicationProtocol {
+    /// With `tls`, every connection speaks TLS first (HTTP/1.1 inside).
+    public func application(address: BindAddress, tls: TLSConfiguration? = nil, logger: Logger) throws -> some ApplicationProtocol {
         let limiter = ConnectionLimiter(limit: Limits.maxConnectionsPerClient)
         let bodyTimeout = bodyTimeout
+        let http = HTTPServerBuilder.http1(configuration: .init(
+            additionalChannelHandlers: [
+                limiter.handler(),
+                SlowBodyGuard(graceSeconds: bodyTimeout, minimumBytesPerSecond: Limits.minimumBodyBytesPerSecond),
+            ],
+            idleTimeout: .seconds(Int64(idleTimeout))))
         return Application(
             router: router(),
-            server: .http1(configuration: .init(
-                additionalChannelHandlers: [
-                    limiter.handler(),
-                    SlowBodyGuard(graceSeconds: bodyTimeout, minimumBytesPerSecond: Limits.minimumBodyBytesPerSecond),
-                ],
-                idleTimeout: .seconds(Int64(idleTimeout)))),
+            server: try tls.map { try .tls(http, tlsConfiguration: $0) } ?? http,
             configuration: .init(address: address, serverName: "notesd"),
             logger: logger)
     }

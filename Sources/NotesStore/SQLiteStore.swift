@@ -18,6 +18,7 @@ public final class SQLiteStore: RecordStore {
     let clock: @Sendable () -> Date
     /// Quota and version retention.
     public let storage: StoragePolicy
+    let metrics: StoreMetrics
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     /// - Parameter onChange: called after each commit with the accounts to notify.
@@ -28,6 +29,7 @@ public final class SQLiteStore: RecordStore {
         onChange: @escaping @Sendable ([ChangeNotice]) -> Void = { _ in }
     ) throws(NotesError) {
         var configuration = Configuration()
+        metrics = StoreMetrics(backend: "sqlite", maximumConnections: 1 + configuration.maximumReaderCount)
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
         // Every account's notes are in this file: readable by notesd's user only (SQLite
@@ -58,6 +60,8 @@ public final class SQLiteStore: RecordStore {
     /// more than the transaction itself. Work per call is bounded (400 items, 64 MiB),
     /// so the cooperative thread is held for milliseconds at most.
     func write<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) async throws(NotesError) -> T {
+        metrics.calls.increment()
+        defer { metrics.calls.decrement() }
         let outcome: (T, Set<ChangeNotice>)
         do {
             outcome = try writeNow { db in
@@ -76,6 +80,8 @@ public final class SQLiteStore: RecordStore {
     }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(NotesError) -> T {
+        metrics.calls.increment()
+        defer { metrics.calls.decrement() }
         do {
             return try readNow(body)
         } catch {
@@ -88,8 +94,19 @@ public final class SQLiteStore: RecordStore {
     /// previous page, which the client is waiting to read.
     func readAside<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(NotesError) -> T {
         let pool = self.pool
+        let metrics = self.metrics
+        metrics.calls.increment()
+        defer { metrics.calls.decrement() }
         let outcome: Result<T, any Error> = await withCheckedContinuation { continuation in
-            Self.asideQueue.async { continuation.resume(returning: Result { try pool.read(body) }) }
+            Self.asideQueue.async {
+                continuation.resume(returning: Result {
+                    try pool.read { db in
+                        metrics.connectionsInUse.increment()
+                        defer { metrics.connectionsInUse.decrement() }
+                        return try body(db)
+                    }
+                })
+            }
         }
         do {
             return try outcome.get()
@@ -102,12 +119,20 @@ public final class SQLiteStore: RecordStore {
 
     /// A synchronous write transaction, on the calling thread when the writer is free.
     private func writeNow<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.write(body)
+        try pool.write { db in
+            metrics.connectionsInUse.increment()
+            defer { metrics.connectionsInUse.decrement() }
+            return try body(db)
+        }
     }
 
     /// A synchronous read, on the calling thread when a reader is free.
     private func readNow<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.read(body)
+        try pool.read { db in
+            metrics.connectionsInUse.increment()
+            defer { metrics.connectionsInUse.decrement() }
+            return try body(db)
+        }
     }
 
     public func checkReady() async throws(NotesError) {
@@ -132,15 +157,15 @@ public final class SQLiteStore: RecordStore {
             switch error.resultCode {
             case .SQLITE_FULL:
                 logger.error("database full", metadata: ["error": "\(error)"])
-                return NotesError(.serviceUnavailable, "The server's disk is full; free space and try again.")
+                return metrics.counted(NotesError(.serviceUnavailable, "The server's disk is full; free space and try again."))
             case .SQLITE_BUSY, .SQLITE_LOCKED:
-                return NotesError(.serviceUnavailable, "The database is busy; try again.")
+                return metrics.counted(NotesError(.serviceUnavailable, "The database is busy; try again."))
             default:
                 break
             }
         }
         logger.error("storage fault", metadata: ["error": "\(error)"])
-        return NotesError(.internalError, "The server failed to store or read data; the error is in its log.")
+        return metrics.counted(NotesError(.internalError, "The server failed to store or read data; the error is in its log."))
     }
 }
 

@@ -11,7 +11,8 @@ struct Notes: AsyncParsableCommand {
         abstract: "Markdown notes, shared the way CloudKit shares records.",
         discussion: """
             Talks to notesd over its Unix socket (--socket, $NOTES_SOCKET, or the default path) \
-            or over TCP (--server, $NOTES_SERVER) with a token (--token, $NOTES_TOKEN).
+            or over TCP (--server, $NOTES_SERVER) with a token (--token, $NOTES_TOKEN); over \
+            https:// with the system's CAs, or --ca-file ($NOTES_CA_FILE) for a CA of your own.
 
             Examples:
               notes whoami
@@ -19,6 +20,7 @@ struct Notes: AsyncParsableCommand {
               echo "# Plan" | notes put plan.md
               notes cat plan.md
               notes account create bob --email bob@example.com
+              notes whoami --server https://notes.example.com:8420 --ca-file team-ca.pem --token "$TOKEN"
             """,
         subcommands: [
             Whoami.self, AccountCommand.self, Mount.self, Unmount.self, ShareCommand.self, Invitations.self, Accept.self,
@@ -31,11 +33,14 @@ struct ClientOptions: ParsableArguments {
     @Option(help: "Unix socket of notesd (default: $NOTES_SOCKET or the daemon's default path).")
     var socket: String?
 
-    @Option(help: "Base URL of notesd over TCP, e.g. http://127.0.0.1:8420 (default: $NOTES_SERVER).")
+    @Option(help: "Base URL of notesd over TCP, e.g. http://127.0.0.1:8420 or https://notes.example.com:8420 (default: $NOTES_SERVER).")
     var server: String?
 
     @Option(help: "Bearer token (default: $NOTES_TOKEN); needed over TCP.")
     var token: String?
+
+    @Option(help: ArgumentHelp("PEM file of the CA that signed notesd's TLS certificate, for an https:// --server (default: $NOTES_CA_FILE, else the system's CAs).", valueName: "FILE"))
+    var caFile: String?
 
     @Flag(help: "Print JSON for scripts instead of text.")
     var json = false
@@ -44,7 +49,7 @@ struct ClientOptions: ParsableArguments {
         let env = ProcessInfo.processInfo.environment
         let token = token ?? env["NOTES_TOKEN"]
         if let server = server ?? env["NOTES_SERVER"] {
-            return NotesClient(endpoint: .http(server), token: token)
+            return NotesClient(endpoint: .http(server), token: token, caFile: caFile ?? env["NOTES_CA_FILE"])
         }
         let home = env["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
         return NotesClient(endpoint: .unixSocket(socket ?? DefaultPaths.socket(environment: env, home: home)), token: token)

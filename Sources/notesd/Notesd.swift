@@ -2,8 +2,10 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import NIOCore
 import NIOPosix
+import NIOSSL
 import NotesModel
 import NotesPostgres
 import NotesServer
@@ -56,6 +58,12 @@ struct Notesd: AsyncParsableCommand {
 
     @Option(help: "Also serve HTTP on TCP, as HOST:PORT (clients then need a bearer token).")
     var listen: String?
+
+    @Option(help: ArgumentHelp("With --tls-key: speak TLS on --listen with this certificate chain (PEM, the server's certificate first).", valueName: "FILE"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("The private key of --tls-cert (PEM, unencrypted; readable by notesd's user only).", valueName: "FILE"))
+    var tlsKey: String?
 
     @Option(help: "Database URL (default $NOTES_DATABASE_URL, else sqlite:DATA_DIR/notes.sqlite): sqlite:PATH, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE] (also postgresql://; a Unix socket as a host of %2Frun%2Fpostgresql or ?host=/run/postgresql).")
     var database: String?
@@ -116,13 +124,17 @@ struct Notesd: AsyncParsableCommand {
         let logger = Logger(label: "notesd")
         let paths = try DaemonPaths(dataDir: dataDir, socket: socket, database: database)
         let tcp = try listen.map(Self.parseListen)
-        if let tcp, !Self.isLoopback(tcp.host) {
+        let tls = try Self.tlsConfiguration(certificate: tlsCert, key: tlsKey, listening: tcp != nil)
+        if let tcp, tls == nil, !Self.isLoopback(tcp.host) {
             logger.warning("""
                 notesd listens on \(tcp.host):\(tcp.port) without TLS: tokens, passwords and notes travel in clear to anyone on the \
-                network. Put it behind a reverse proxy that speaks TLS (nginx, Caddy) and listen on 127.0.0.1, or keep it to a network you trust.
+                network. Give it --tls-cert and --tls-key, or put it behind a reverse proxy that speaks TLS (nginx, Caddy) and \
+                listen on 127.0.0.1, or keep it to a network you trust.
                 """)
         }
-        let baseURL = publicURL ?? tcp.map { "http://\($0.host):\($0.port)" } ?? "http://localhost"
+        let scheme = tls == nil ? "http" : "https"
+        let baseURL = publicURL ?? tcp.map { "\(scheme)://\(Self.urlHost($0.host)):\($0.port)" } ?? "http://localhost"
+        let metrics = DaemonMetrics.bootstrap()
 
         guard let quotaBytes = StoragePolicy.parseSize(quota) else {
             throw ValidationError("--quota must be a size such as 500M or 10G, or none; it was \(quota).")
@@ -139,18 +151,23 @@ struct Notesd: AsyncParsableCommand {
             executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path, arguments: ["--render-worker"],
             budget: .milliseconds(Int64(renderTimeout * 1000)))
         /// The API on the socket (and TCP), event streams and retention, on `store`.
-        func serving(_ store: any RecordStore) -> [any Service] {
+        func serving(_ store: any RecordStore) throws -> [any Service] {
             let api = NotesAPI(
                 store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)),
-                idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, renderer: renderer)
+                idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, renderer: renderer, metrics: metrics.exposition)
             var services: [any Service] = [
-                UnixSocketServer(application: api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")), path: paths.socket),
-                NotifierService(notifier: notifier),
+                UnixSocketServer(
+                    application: try api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")),
+                    path: paths.socket),
                 RetentionService(store: store, logger: logger),
             ]
             if let tcp {
-                services.append(api.application(address: .hostname(tcp.host, port: tcp.port), logger: Logger(label: "notesd.tcp")))
+                services.append(try api.application(address: .hostname(tcp.host, port: tcp.port), tls: tls, logger: Logger(label: "notesd.tcp")))
             }
+            // Last, so that it is told of shutdown first: a server waits for its open
+            // connections to end, and an event stream ends only when the notifier closes
+            // it (an open stream on TCP once held notesd past SIGTERM for good).
+            services.append(NotifierService(notifier: notifier))
             return services
         }
         let starting: Logger.Metadata = [
@@ -159,10 +176,13 @@ struct Notesd: AsyncParsableCommand {
         ]
         switch paths.database {
         case .sqlite(let path):
-            let store = try SQLiteStore(path: path, logger: Logger(label: "notesd.store"), storage: storage, onChange: { notifier.publish($0) })
+            let store = try SQLiteStore(path: path, logger: Logger(label: "notesd.store"), storage: storage, onChange: { notices in
+                metrics.noticesCommittedHere.increment(by: notices.count)
+                notifier.publish(notices)
+            })
             try await Self.ensureAdmin(store, logger: logger)
             try paths.prepareSocket()
-            let services = serving(store)
+            let services = try serving(store)
             logger.notice("notesd starting", metadata: starting)
             let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             try await group.run()
@@ -173,18 +193,32 @@ struct Notesd: AsyncParsableCommand {
             // Commits made here reach this instance's streams at once (onChange); those
             // of other instances through the listener, which skips this one's echoes.
             let store = PostgresStore(
-                database: database, logger: Logger(label: "notesd.store"), storage: storage, changeFeed: feed, onChange: { notifier.publish($0) })
+                database: database, logger: Logger(label: "notesd.store"), storage: storage, changeFeed: feed, onChange: { notices in
+                    metrics.noticesCommittedHere.increment(by: notices.count)
+                    notifier.publish(notices)
+                })
             let listener = PostgresChangeListener(
                 location: location, feed: feed, logger: Logger(label: "notesd.listen"),
-                heard: { notifier.publish($0) }, listening: { _ in notifier.askEveryoneToFetch() },
-                reachable: { database.markReachable($0) })
+                heard: { notices in
+                    metrics.noticesHeard.increment(by: notices.count)
+                    notifier.publish(notices)
+                },
+                listening: { again in
+                    metrics.listening.record(1)
+                    if again { metrics.listenerReconnects.increment() }
+                    notifier.askEveryoneToFetch()
+                },
+                reachable: { reachable in
+                    if !reachable { metrics.listening.record(0) }
+                    database.markReachable(reachable)
+                })
             let metadata = starting.merging(["instance": "\(feed.instance)"]) { $1 }
             // The pool runs first and stops last; the rest starts once the schema is
             // migrated (or stops notesd, with the reason, if the database is newer).
             let group = ServiceGroup(
                 services: [
                     PostgresPoolService(database: database),
-                    AfterStart(logger: logger, services: [ListenerService(listener: listener)] + serving(store)) {
+                    AfterStart(logger: logger, services: [ListenerService(listener: listener)] + (try serving(store))) {
                         try await database.checkReachable()
                         try await database.migrate()
                         try await Self.ensureAdmin(store, logger: logger)
@@ -195,6 +229,52 @@ struct Notesd: AsyncParsableCommand {
             try await group.run()
         }
         logger.notice("notesd stopped")
+    }
+
+    /// The TLS configuration of `--tls-cert` and `--tls-key`, read now so that a
+    /// missing or mismatched file stops notesd at start with its name, not at the first
+    /// client's handshake.
+    static func tlsConfiguration(certificate: String?, key: String?, listening: Bool) throws -> TLSConfiguration? {
+        switch (certificate, key) {
+        case (nil, nil):
+            return nil
+        case (.some, nil), (nil, .some):
+            throw ValidationError("--tls-cert and --tls-key go together: give both (PEM files), or neither.")
+        case (.some(let certificate), .some(let key)):
+            guard listening else {
+                throw ValidationError("--tls-cert and --tls-key are for the TCP listener: add --listen HOST:PORT (the Unix socket needs no TLS).")
+            }
+            let chain: [NIOSSLCertificate]
+            do {
+                chain = try NIOSSLCertificate.fromPEMFile(certificate)
+            } catch {
+                throw ValidationError("Cannot read the certificate chain \(certificate) (\(error)); it must be PEM, beginning with -----BEGIN CERTIFICATE-----.")
+            }
+            guard !chain.isEmpty else {
+                throw ValidationError("\(certificate) holds no certificate; it must be PEM, beginning with -----BEGIN CERTIFICATE-----.")
+            }
+            let privateKey: NIOSSLPrivateKey
+            do {
+                privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
+            } catch {
+                throw ValidationError("Cannot read the private key \(key) (\(error)); it must be an unencrypted PEM key readable by notesd's user.")
+            }
+            var configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(privateKey))
+            configuration.minimumTLSVersion = .tlsv12
+            // A key that does not belong to the certificate fails here, at start.
+            do {
+                _ = try NIOSSLContext(configuration: configuration)
+            } catch {
+                throw ValidationError("The private key \(key) does not go with the certificate \(certificate) (\(error)).")
+            }
+            return configuration
+        }
+    }
+
+    /// A host as it goes in a URL (an IPv6 address in brackets).
+    static func urlHost(_ host: String) -> String {
+        host.contains(":") ? "[\(host)]" : host
     }
 
     /// Whether a listening address stays on this machine.

@@ -31,6 +31,20 @@ import Testing
         }
     }
 
+    /// Regression: the TCP server was told of shutdown before the notifier, and waited
+    /// for its open event stream, which only the notifier ends: SIGTERM never stopped it.
+    @Test func anOpenEventStreamOverTCPDoesNotHoldNotesdPastSIGTERM() async throws {
+        let daemon = try await DaemonProcess.started(tcp: true)
+        let issued = try await daemon.client().createAccount(name: "alice", email: nil)
+        var overTCP = daemon.tcpClient(token: issued.token).events().makeAsyncIterator()
+        var onSocket = daemon.client(token: issued.token).events().makeAsyncIterator()
+        let first = try await overTCP.next(), second = try await onSocket.next()
+        #expect(first == .ready && second == .ready)
+        let status = try await daemon.stop()
+        #expect(status == 0)
+        _ = (overTCP, onSocket)
+    }
+
     @Test func listeningBeyondThisMachineWithoutTLSIsWarnedOf() async throws {
         let open = try await DaemonProcess.started(arguments: ["--listen", "0.0.0.0:\(DaemonProcess.freePort())"])
         let local = try await DaemonProcess.started(tcp: true)

@@ -63,6 +63,7 @@ import Testing
         return [
             Operation(id: "health", objects: [.none], request: { _, _ in ("GET", "/healthz", nil) }, expected: { _, _ in Expected(status: 200) }),
             Operation(id: "ready", objects: [.none], request: { _, _ in ("GET", "/readyz", nil) }, expected: { _, _ in Expected(status: 200) }),
+            Operation(id: "metrics", objects: [.none], request: { _, _ in ("GET", "/metrics", nil) }, expected: admin()),
             // The share is private: its public page is the same 404 for everyone.
             Operation(id: "publicPage", objects: [.none], request: { w, _ in ("GET", "/s/\(w.share.urlToken)", nil) }, expected: { _, _ in Expected(status: 404) }),
             Operation(id: "publicSitePath", objects: [.none], request: { w, _ in ("GET", "/s/\(w.share.urlToken)/shared.html", nil) }, expected: { _, _ in Expected(status: 404) }),

@@ -122,7 +122,12 @@ public final class DaemonProcess: @unchecked Sendable {
         while process.isRunning && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(!process.isRunning, "notesd did not exit after signal \(signal)")
+        guard !process.isRunning else {
+            Issue.record("notesd did not exit within 15 s of signal \(signal); its log ends: \(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(2_000))")
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return -1
+        }
         return process.terminationStatus
     }
 

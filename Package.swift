@@ -179,12 +179,15 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Throughput against raw GRDB in the same process: see BENCHMARKS.md.
+        // Throughput against raw GRDB (or postgres-nio, with --database) in the same
+        // process: see BENCHMARKS.md.
         .executableTarget(
             name: "notes-bench",
             dependencies: [
-                "NotesModel", "NotesClient",
+                "NotesModel", "NotesClient", "NotesPostgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

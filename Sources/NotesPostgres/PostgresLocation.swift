@@ -1,7 +1,7 @@
 import Foundation
 public import NotesModel
 import NIOSSL
-import PostgresNIO
+package import PostgresNIO
 
 /// Where a PostgreSQL database is, from `notesd --database`, in libpq's URL forms:
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…]` (or `postgresql://`),
@@ -94,7 +94,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// postgres-nio's configuration for this location (pool and timeouts set by the caller).
-    func clientConfiguration() -> PostgresClient.Configuration {
+    package func clientConfiguration() -> PostgresClient.Configuration {
         switch endpoint {
         case .socket:
             return PostgresClient.Configuration(unixSocketPath: socketPath!, username: user, password: password, database: database)

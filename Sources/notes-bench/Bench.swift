@@ -15,13 +15,18 @@ import NotesModel
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "notes-bench",
-        abstract: "Measure notesd against raw GRDB: single saves, batches of 400, change fetch, memory.",
+        abstract: "Measure notesd against raw GRDB (or postgres-nio): single saves, batches of 400, change fetch, memory.",
         discussion: """
             Starts its own notesd (next to this binary, or --notesd) in a temporary folder.
-            Build in release mode first.
+            Build in release mode first. With --database postgres://…, notesd runs on that
+            database (a throwaway one: it is migrated and filled) next to the same
+            statements sent through postgres-nio, then one instance against two, and
+            save→visible from one instance to the other.
 
-            Example:
+            Examples:
               swift build -c release && .build/release/notes-bench --records 100000
+              scripts/bench-postgres.sh --records 100000
+              .build/release/notes-bench --database postgres://bench@%2Ftmp%2Fpg/bench
             """)
 
     /// The client side runs Swift concurrency on NIO's event loops too (see notesd).
@@ -48,12 +53,25 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Folder for the databases (default: a new folder under /tmp).")
     var dir: String?
 
+    @Option(help: "Measure notesd on this PostgreSQL database (postgres://…; a throwaway one) against postgres-nio.")
+    var database: String?
+
+    @Option(help: "Saves timed from one instance to the other (with --database).")
+    var latencySamples = 500
+
     func run() async throws {
         let folder = dir ?? "/tmp/notes-bench-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { if dir == nil { try? FileManager.default.removeItem(atPath: folder) } }
         let body = String(repeating: "lorem ipsum ", count: bodyBytes / 12 + 1).prefix(bodyBytes)
         let daemonPath = notesd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notesd").path
+        if let database {
+            try await PostgresBench(
+                url: database, records: records, singles: singles, concurrency: concurrency, body: String(body), daemonPath: daemonPath,
+                folder: folder, latencySamples: latencySamples
+            ).run()
+            return
+        }
 
         print("notes-bench: \(records) records of \(bodyBytes) bytes, \(singles) single saves; folder \(folder)")
         let baseline = try GRDBBaseline(path: "\(folder)/baseline.sqlite")
@@ -179,10 +197,13 @@ extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
-/// CPU seconds (user + system) a process has used so far, from /proc.
-func cpuSeconds(of pid: Int32) -> Double {
+/// CPU seconds (user + system) a process has used so far, from /proc; with
+/// `withEndedChildren`, also those of its children that ended and were waited for.
+func cpuSeconds(of pid: Int32, withEndedChildren: Bool = false) -> Double {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return 0 }
     let fields = stat[stat.index(after: close)...].split(separator: " ")
-    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    guard fields.count > 14, let user = Double(fields[11]), let system = Double(fields[12]),
+          let childUser = Double(fields[13]), let childSystem = Double(fields[14])
+    else { return 0 }
+    return (user + system + (withEndedChildren ? childUser + childSystem : 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }

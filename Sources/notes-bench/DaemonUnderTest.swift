@@ -10,11 +10,11 @@ final class DaemonUnderTest {
     let process = Process()
     let socket: String
 
-    init(binary: String, folder: String) throws {
+    init(binary: String, folder: String, arguments: [String] = []) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         socket = "\(folder)/notesd.sock"
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--data-dir", folder, "--socket", socket, "--log-level", "warning"]
+        process.arguments = ["--data-dir", folder, "--socket", socket, "--log-level", "warning"] + arguments
         try process.run()
     }
 
@@ -27,10 +27,10 @@ final class DaemonUnderTest {
         throw NotesError(.serviceUnavailable, "notesd at \(socket) did not start")
     }
 
-    /// VmRSS of the daemon, from /proc.
     /// CPU seconds notesd has used so far.
     func cpuSeconds() -> Double { notes_bench.cpuSeconds(of: process.processIdentifier) }
 
+    /// VmRSS of the daemon, from /proc.
     func residentMegabytes() -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),

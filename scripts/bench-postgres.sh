@@ -1,0 +1,27 @@
+#!/bin/bash
+# notes-bench on a throwaway PostgreSQL 15 cluster of its own (fsync on, as in
+# production), started on a Unix socket under /tmp and removed at the end.
+# Arguments go to notes-bench, e.g. scripts/bench-postgres.sh --records 100000
+# Needs Debian's postgresql package (scripts/setup-debian.sh installs it) and a
+# release build (this script makes one).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=/usr/lib/postgresql/15/bin
+[ -x "$bin/initdb" ] || { echo "PostgreSQL 15 is not installed: run scripts/setup-debian.sh" >&2; exit 69; }
+swift build -c release --product notes-bench >&2
+swift build -c release --product notesd >&2
+dir=$(mktemp -d /tmp/notes-bench-pg-XXXXXX)
+chmod 755 "$dir"
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+[ "$(id -u)" = 0 ] && chown postgres "$dir"
+cleanup() {
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+as_postgres "$bin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 >/dev/null
+as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+    -o "-k $dir -c listen_addresses='' -c max_connections=200 -c shared_buffers=256MB" start >/dev/null
+as_postgres "$bin/createdb" -h "$dir" -U postgres bench
+socket=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$dir")
+.build/release/notes-bench --database "postgres://postgres@$socket/bench" "$@"

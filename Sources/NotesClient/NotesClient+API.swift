@@ -115,11 +115,14 @@ extension NotesClient {
         } catch {
             throw NotesError(.invalidArguments, "Could not encode the request: \(error)")
         }
+        let response: HTTPClientResponse
         do {
-            return try await http.execute(request(.POST, "/v1/records/changes", body: payload), timeout: timeout)
+            response = try await http.execute(request(.POST, "/v1/records/changes", body: payload), timeout: timeout)
         } catch {
             throw unreachable(error)
         }
+        try checkAPIVersion(response.headers)
+        return response
     }
 
     public func databaseChanges(scope: DatabaseScope, since token: String?) async throws(NotesError) -> DatabaseChanges {

@@ -20,6 +20,7 @@ extension NotesClient {
             let task = Task {
                 do {
                     let response = try await http.execute(request, timeout: .hours(24 * 365))
+                    try checkAPIVersion(response.headers)
                     guard response.status == .ok else {
                         let data = Data((try await response.body.collect(upTo: 1 << 20)).readableBytesView)
                         if let body = try? NotesJSON.decoder().decode(NotesJSON.ErrorBody.self, from: data) {

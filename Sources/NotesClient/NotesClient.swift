@@ -120,13 +120,25 @@ public struct NotesClient: Sendable {
     /// The one place a request goes out: returns status and body whatever the
     /// status; only a failure to reach the daemon throws.
     func send(_ method: HTTPMethod, _ path: String, body: [UInt8]?) async throws(NotesError) -> (status: Int, body: [UInt8]) {
+        let response: HTTPClientResponse
+        let buffer: ByteBuffer
         do {
-            let response = try await http.execute(request(method, path, body: body), timeout: timeout)
-            let buffer = try await response.body.collect(upTo: Limits.maxRequestBytes * 2)
-            return (Int(response.status.code), Array(buffer.readableBytesView))
+            response = try await http.execute(request(method, path, body: body), timeout: timeout)
+            buffer = try await response.body.collect(upTo: Limits.maxRequestBytes * 2)
         } catch {
             throw unreachable(error)
         }
+        try checkAPIVersion(response.headers)
+        return (Int(response.status.code), Array(buffer.readableBytesView))
+    }
+
+    /// Refuses an answer of another major API version than this client's (an answer
+    /// without the field comes from something that is not notesd, and is read as usual).
+    func checkAPIVersion(_ headers: HTTPHeaders) throws(NotesError) {
+        guard let field = headers.first(name: NotesVersion.apiHeader), let version = Int(field), version != NotesVersion.api else { return }
+        throw NotesError(
+            .serviceUnavailable,
+            "notesd at \(endpoint) speaks version \(version) of the API, and this notes (\(NotesVersion.release)) version \(NotesVersion.api): install the notes that goes with that notesd (`notesd --version` tells its release).")
     }
 
     /// What a failure to reach notesd says: a TLS failure names the certificate

@@ -45,6 +45,7 @@ public struct NotesAPI: Sendable {
         let routes = RouteTable()
         // Outside the error mapping, so that it counts the status the client got.
         if metrics != nil { router.add(middleware: MetricsMiddleware()) }
+        router.add(middleware: APIVersionMiddleware())
         router.add(middleware: ErrorMiddleware(routes: routes))
         router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
         // Ready: the database answers and is migrated (503 otherwise, through the error mapping).

@@ -20,8 +20,73 @@ struct Whoami: AsyncParsableCommand {
 struct AccountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account",
-        abstract: "Create accounts and issue tokens (admin only).",
-        subcommands: [Create.self, Token.self])
+        abstract: "Create, list, disable and enable accounts, and issue tokens (admin only).",
+        discussion: """
+            Examples:
+              notes account create bob --email bob@example.com
+              notes account list
+              notes account token bob --expires-in 86400
+              notes account disable bob
+            """,
+        subcommands: [Create.self, List.self, Disable.self, Enable.self, Token.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List every account on this notesd.",
+            discussion: "Example:\n  notes account list --json")
+
+        @OptionGroup var options: ClientOptions
+
+        func run() async throws {
+            try await runReporting {
+                let accounts = try await options.client().accounts()
+                try options.emit(accounts) {
+                    accounts.map { account in
+                        var flags: [String] = []
+                        if account.isAdmin { flags.append("admin") }
+                        if account.isDisabled { flags.append("disabled") }
+                        return [account.name, account.email ?? "-", flags.joined(separator: ",")].filter { !$0.isEmpty }.joined(separator: "\t")
+                    }.joined(separator: "\n")
+                }
+            }
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Refuse an account on every request (its tokens, the socket, its open event streams) until it is enabled; its notes and shares stay.",
+            discussion: "Example:\n  notes account disable bob")
+
+        @Argument(help: "Account name.")
+        var name: String
+
+        @OptionGroup var options: ClientOptions
+
+        func run() async throws {
+            try await runReporting {
+                let account = try await options.client().setAccount(name, disabled: true)
+                try options.emit(account) { "\(account.name) is disabled; `notes account enable \(account.name)` lets it in again." }
+            }
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Let a disabled account in again, with the tokens it had.",
+            discussion: "Example:\n  notes account enable bob")
+
+        @Argument(help: "Account name.")
+        var name: String
+
+        @OptionGroup var options: ClientOptions
+
+        func run() async throws {
+            try await runReporting {
+                let account = try await options.client().setAccount(name, disabled: false)
+                try options.emit(account) { "\(account.name) is enabled." }
+            }
+        }
+    }
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -61,6 +126,67 @@ struct AccountCommand: AsyncParsableCommand {
             try await runReporting {
                 let issued = try await options.client().issueToken(for: name, expiresIn: expiresIn)
                 try options.emit(issued) { issued.token }
+            }
+        }
+    }
+}
+
+/// `notes token`: one's own tokens (an admin may name another account's).
+struct TokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "List and revoke bearer tokens.",
+        discussion: """
+            Examples:
+              notes token list
+              notes token revoke ntk_3fQ…
+              notes token list --account bob     # the admin
+            """,
+        subcommands: [List.self, Revoke.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List your tokens (id, label, when issued, when they expire).",
+            discussion: "Example:\n  notes token list --json")
+
+        @Option(help: "Another account's tokens (the admin only).")
+        var account: String?
+
+        @OptionGroup var options: ClientOptions
+
+        func run() async throws {
+            try await runReporting {
+                let tokens = try await options.client().tokens(of: account)
+                try options.emit(tokens) {
+                    tokens.isEmpty ? "No tokens." : tokens.map { token in
+                        let expiry = token.expiresAt.map { "expires \(ISO8601.string(from: $0))" } ?? "never expires"
+                        return "\(token.id)\t\(token.label ?? "-")\tissued \(ISO8601.string(from: token.createdAt))\t\(expiry)"
+                    }.joined(separator: "\n")
+                }
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a token at once: every request with it is refused, and the event streams it opened end.",
+            discussion: "Example:\n  notes token revoke ntk_3fQ…")
+
+        @Argument(help: "The token's id (`notes token list`), or the whole token.")
+        var id: String
+
+        /// The id of `ntk_<id>_<secret>` (a whole token pasted), else `text` as it is.
+        static func tokenID(_ text: String) -> String {
+            let parts = text.split(separator: "_", maxSplits: 2, omittingEmptySubsequences: false)
+            return parts.count >= 2 && parts[0] == "ntk" ? String(parts[1]) : text
+        }
+
+        @OptionGroup var options: ClientOptions
+
+        func run() async throws {
+            try await runReporting {
+                let revoked = try await options.client().revokeToken(id: Self.tokenID(id))
+                try options.emit(revoked) { "Revoked \(revoked.id) of \(revoked.account)." }
             }
         }
     }

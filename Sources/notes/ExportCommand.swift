@@ -43,6 +43,10 @@ struct Export: AsyncParsableCommand {
             guard paths.isEmpty != (share == nil) else {
                 throw NotesError(.invalidArguments, "Give paths in the mount, or --share URL, not both and not neither.")
             }
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: output, isDirectory: &isFolder), !isFolder.boolValue {
+                throw NotesError(.invalidArguments, "\(output) is a file; -o names the folder to write the site into (made if missing). Give a new or existing folder.")
+            }
             var sources = paths.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
             var staging: String?
             defer { if let staging { try? FileManager.default.removeItem(atPath: staging) } }

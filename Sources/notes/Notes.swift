@@ -22,8 +22,9 @@ struct Notes: AsyncParsableCommand {
               notes account create bob --email bob@example.com
               notes whoami --server https://notes.example.com:8420 --ca-file team-ca.pem --token "$TOKEN"
             """,
+        version: "notes \(NotesVersion.release) (API \(NotesVersion.api))",
         subcommands: [
-            Whoami.self, AccountCommand.self, Mount.self, Unmount.self, ShareCommand.self, Invitations.self, Accept.self,
+            Whoami.self, AccountCommand.self, TokenCommand.self, Mount.self, Unmount.self, ShareCommand.self, Invitations.self, Accept.self,
             Participants.self, Unshare.self, Leave.self, History.self, Export.self, Status.self, Put.self, Cat.self, List.self,
         ])
 }

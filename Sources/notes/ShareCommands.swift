@@ -44,7 +44,9 @@ struct ShareCommand: AsyncParsableCommand {
     @Flag(help: "Revoke the current URL and print a new one.")
     var rotateURL = false
 
-    @Option(help: "The public link lets nobody new in after this long: 30m, 12h, 7d, 2w (0 removes the limit). Those who joined through it before keep their access; --private ends it.")
+    // (Unconditional: "-1d" is then this option's value, refused with a reason, not an
+    // unknown option.)
+    @Option(parsing: .unconditional, help: "The public link lets nobody new in after this long: 30m, 12h, 7d, 2w (0 removes the limit). Those who joined through it before keep their access; --private ends it.")
     var expires: String?
 
     @Flag(help: "Protect the public link with a password, read from the terminal or standard input (an empty one removes it). It applies to people joining from now on; --private ends the access of those who joined before.")
@@ -154,6 +156,12 @@ struct Accept: AsyncParsableCommand {
         var owner: String
         var path: String
         var share: String
+    }
+
+    func validate() throws {
+        if url.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("Give the share URL you were sent, e.g. notes accept https://notes.example.com/s/Xy3…")
+        }
     }
 
     func run() async throws {
@@ -290,6 +298,9 @@ struct History: AsyncParsableCommand {
 func parseDuration(_ text: String) throws(NotesError) -> Double {
     let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
     let trimmed = text.trimmingCharacters(in: .whitespaces)
+    if trimmed.hasPrefix("-") {
+        throw NotesError(.invalidArguments, "--expires \(text) is in the past: give how long from now the link lets people in, like 30m, 12h, 7d or 2w (0 removes the limit; --private turns the link off now).")
+    }
     if let unit = trimmed.last, let scale = units[unit], let value = Double(trimmed.dropLast()), value >= 0 { return value * scale }
     if let value = Double(trimmed), value >= 0 { return value }
     throw NotesError(.invalidArguments, "\"\(text)\" is not a duration; write it like 30m, 12h, 7d or 2w.")

@@ -40,6 +40,7 @@ struct Notesd: AsyncParsableCommand {
               notesd --database postgresql://notes@%2Frun%2Fpostgresql/notes
               notesd migrate --from sqlite:/var/lib/notes/notes.sqlite --to postgres://notes@db.example.com/notes
             """,
+        version: "notesd \(NotesVersion.release) (API \(NotesVersion.api))",
         subcommands: [MigrateCommand.self, BackupCommand.self, RestoreCommand.self])
 
     /// Runs Swift concurrency on NIO's event loops, so that a request's handler runs on

@@ -39,11 +39,97 @@ import Testing
         ["put", "--help"], ["cat", "--help"], ["ls", "--help"], ["mount", "--help"], ["unmount", "--help"],
         ["share", "--help"], ["invitations", "--help"], ["accept", "--help"], ["participants", "--help"],
         ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["export", "--help"], ["status", "--help"],
+        ["account", "--help"], ["account", "list", "--help"], ["account", "disable", "--help"], ["account", "enable", "--help"],
+        ["token", "--help"], ["token", "list", "--help"], ["token", "revoke", "--help"],
     ])
     func everyCommandHelpHasAnExample(_ arguments: [String]) throws {
         let result = try Self.run("notes", arguments)
         #expect(result.status == 0)
         #expect(result.stdout.contains("Example"), "\(arguments.joined(separator: " ")) --help has no example")
+    }
+
+    @Test func bothCommandsTellTheirVersion() throws {
+        let notes = try Self.run("notes", ["--version"])
+        #expect(notes.status == 0 && notes.stdout == "notes \(NotesVersion.release) (API \(NotesVersion.api))\n", "\(notes)")
+        let notesd = try Self.run("notesd", ["--version"])
+        #expect(notesd.status == 0 && notesd.stdout == "notesd \(NotesVersion.release) (API \(NotesVersion.api))\n", "\(notesd)")
+    }
+
+    /// Mistakes a first hour brings, each with a usage status (64) and a message that
+    /// says what to give instead.
+    @Test func firstHourMistakesAreUsageErrorsThatSayWhatToGive() throws {
+        let folder = NSTemporaryDirectory() + "notes-cli-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: "\(folder)/notes", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try "# a".write(toFile: "\(folder)/notes/a.md", atomically: true, encoding: .utf8)
+        try "x".write(toFile: "\(folder)/site", atomically: true, encoding: .utf8)
+        let past = try Self.run("notes", ["share", "\(folder)/notes/a.md", "--public", "--expires", "-1d"])
+        #expect(past.status == 64 && past.stderr.contains("in the past"), "\(past)")
+        let empty = try Self.run("notes", ["accept", ""])
+        #expect(empty.status == 64 && empty.stderr.contains("share URL"), "\(empty)")
+        let intoFile = try Self.run("notes", ["export", "--html", "-o", "\(folder)/site", "\(folder)/notes"])
+        #expect(intoFile.status == 64 && intoFile.stderr.contains("is a file"), "\(intoFile)")
+        #expect((try? String(contentsOfFile: "\(folder)/site", encoding: .utf8)) == "x", "the file named by -o was changed")
+    }
+
+    /// A notesd of another major API version (played by a small HTTP server that answers
+    /// with that version) is named as such, not misread.
+    @Test func anotherAPIVersionIsSaidPlainly() throws {
+        let port = DaemonProcess.freePort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = ["-c", """
+            import http.server
+            class H(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    body = b'{"name":"x","isAdmin":false,"createdAt":"2026-01-01T00:00:00Z","isDisabled":false}'
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("\(NotesVersion.apiHeader)", "\(NotesVersion.api + 1)")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                def log_message(self, *args): pass
+            http.server.HTTPServer(("127.0.0.1", \(port)), H).serve_forever()
+            """]
+        try server.run()
+        // SIGKILL: the test process blocks SIGTERM in its threads, and a child inherits that mask.
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        var result = try Self.run("notes", ["whoami", "--server", "http://127.0.0.1:\(port)", "--token", "t"])
+        let deadline = Date().addingTimeInterval(60)
+        while result.stderr.contains("Cannot reach") && Date() < deadline {
+            usleep(50_000)
+            result = try Self.run("notes", ["whoami", "--server", "http://127.0.0.1:\(port)", "--token", "t"])
+        }
+        #expect(result.status == 69 && result.stderr.contains("version \(NotesVersion.api + 1) of the API"), "\(result)")
+    }
+
+    @Test func adminsListDisableAndEnableAccountsAndEveryoneRevokesTheirTokens() async throws {
+        let daemon = try await DaemonProcess.started()
+        let env = ["NOTES_SOCKET": daemon.socket]
+        let created = try Self.run("notes", ["account", "create", "bob", "--email", "bob@example.com", "--json"], environment: env)
+        let issued = try NotesJSON.decoder().decode(API.TokenIssued.self, from: Data(created.stdout.utf8))
+        let tokenID = try #require(issued.id)
+        let listed = try Self.run("notes", ["account", "list"], environment: env)
+        #expect(listed.status == 0 && listed.stdout.contains("bob\tbob@example.com") && listed.stdout.contains("\tadmin"), "\(listed)")
+        let bob = env.merging(["NOTES_TOKEN": issued.token]) { $1 }
+        #expect(try Self.run("notes", ["account", "list"], environment: bob).status == 77)
+
+        #expect(try Self.run("notes", ["account", "disable", "bob"], environment: env).status == 0)
+        let refused = try Self.run("notes", ["whoami"], environment: bob)
+        #expect(refused.status == 77, "\(refused)")
+        #expect(try Self.run("notes", ["account", "list"], environment: env).stdout.contains("bob\tbob@example.com\tdisabled"))
+        #expect(try Self.run("notes", ["account", "enable", "bob"], environment: env).status == 0)
+        #expect(try Self.run("notes", ["whoami"], environment: bob).stdout == "bob\n")
+
+        // bob's own tokens: listed, and revoked by pasting the whole token
+        let tokens = try Self.run("notes", ["token", "list"], environment: bob)
+        #expect(tokens.status == 0 && tokens.stdout.hasPrefix(tokenID), "\(tokens)")
+        #expect(try Self.run("notes", ["token", "list", "--account", "bob"], environment: env).stdout.hasPrefix(tokenID))
+        let revoked = try Self.run("notes", ["token", "revoke", issued.token], environment: bob)
+        #expect(revoked.status == 0 && revoked.stdout.contains("Revoked \(tokenID)"), "\(revoked)")
+        #expect(try Self.run("notes", ["whoami"], environment: bob).status == 77)
+        try await daemon.stop()
     }
 
     @Test func daemonHelpHasAnExample() throws {

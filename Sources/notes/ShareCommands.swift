@@ -282,7 +282,9 @@ struct History: AsyncParsableCommand {
             if let current = try await client.records([recordName], in: target.zone).first {
                 entries.append(Entry(changeTag: current.changeTag, modifiedBy: current.modifiedBy, modifiedAt: current.modifiedAt, size: current.contentSize, name: current.name))
             }
-            entries += try await client.versions(of: recordName, in: target.zone).map {
+            // The history may hold the current state too: each version is listed once.
+            let listed = Set(entries.map(\.changeTag))
+            entries += try await client.versions(of: recordName, in: target.zone).filter { !listed.contains($0.changeTag) }.map {
                 Entry(changeTag: $0.changeTag, modifiedBy: $0.modifiedBy, modifiedAt: $0.modifiedAt, size: $0.size, name: $0.name)
             }
             try options.emit(entries) {

@@ -51,7 +51,7 @@ struct FolderOrderTests {
             while not os.path.exists('\(go)'): time.sleep(0.01)
             os.close(h2)
             """
-        let running = Task.detached { Shell.run("/usr/bin/python3 -c \"\(script)\"", in: root) }
+        let running = Task { await Shell.runOnOwnThread("/usr/bin/python3 -c \"\(script)\"", in: root) }
         #expect(await eventually(30) { (try? await Self.paths(people.alice, work))?.contains("h1") == true })
         _ = FileManager.default.createFile(atPath: go, contents: nil)
         let run = await running.value

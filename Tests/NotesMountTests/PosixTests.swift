@@ -72,7 +72,7 @@ struct PosixTests {
         let ready = go + ".ready"
         defer { try? FileManager.default.removeItem(atPath: go); try? FileManager.default.removeItem(atPath: ready) }
         let script = "import os, time\nos.chdir('\(work)')\nopen('\(ready)', 'w').close()\nwhile not os.path.exists('\(go)'): time.sleep(0.01)\nprint(os.getcwd())\nopen('here.md', 'w').write('ok')\nprint(open('here.md').read())"
-        let standing = Task.detached { Shell.run("/usr/bin/python3 -c \"\(script)\"") }
+        let standing = Task { await Shell.runOnOwnThread("/usr/bin/python3 -c \"\(script)\"") }
         #expect(await eventually(20) { FileManager.default.fileExists(atPath: ready) })
 
         // When notesd comes back and the folder is uploaded and seen on the server
@@ -98,7 +98,7 @@ struct PosixTests {
         let ready = go + ".ready"
         defer { try? FileManager.default.removeItem(atPath: go); try? FileManager.default.removeItem(atPath: ready) }
         let script = "import os, time\nos.chdir('\(inside)')\nopen('\(ready)', 'w').close()\nwhile not os.path.exists('\(go)'): time.sleep(0.01)\nprint(os.getcwd())"
-        let standing = Task.detached { Shell.run("/usr/bin/python3 -c \"\(script)\"") }
+        let standing = Task { await Shell.runOnOwnThread("/usr/bin/python3 -c \"\(script)\"") }
         #expect(await eventually(20) { FileManager.default.fileExists(atPath: ready) })
 
         // When the folder is renamed from elsewhere, and the mount has shown it

@@ -30,8 +30,7 @@ import Testing
         try stdin.fileHandleForWriting.close()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        return Run(status: ChildExit.wait(for: process), stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
     }
 
     @Test(arguments: [
@@ -94,7 +93,7 @@ import Testing
             """]
         try server.run()
         // SIGKILL: the test process blocks SIGTERM in its threads, and a child inherits that mask.
-        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        defer { kill(server.processIdentifier, SIGKILL); _ = ChildExit.wait(for: server) }
         var result = try Self.run("notes", ["whoami", "--server", "http://127.0.0.1:\(port)", "--token", "t"])
         let deadline = Date().addingTimeInterval(60)
         while result.stderr.contains("Cannot reach") && Date() < deadline {

@@ -59,7 +59,6 @@ import Testing
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         process.arguments = [path, statement]
         try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "sqlite3 \(statement)")
+        #expect(ChildExit.wait(for: process) == 0, "sqlite3 \(statement)")
     }
 }

@@ -119,16 +119,13 @@ public final class DaemonProcess: @unchecked Sendable {
     public func stop(signal: Int32 = SIGTERM) async throws -> Int32 {
         kill(process.processIdentifier, signal)
         let deadline = ContinuousClock.now + .seconds(15)
-        while process.isRunning && ContinuousClock.now < deadline {
+        while ContinuousClock.now < deadline {
+            if let status = ChildExit.status(of: process) { return status }
             try await Task.sleep(for: .milliseconds(20))
         }
-        guard !process.isRunning else {
-            Issue.record("notesd did not exit within 15 s of signal \(signal); its log ends: \(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(2_000))")
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return -1
-        }
-        return process.terminationStatus
+        Issue.record("notesd did not exit within 15 s of signal \(signal); its log ends: \(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(2_000))")
+        kill(process.processIdentifier, SIGKILL)
+        return -1
     }
 
     public func restart() async throws {
@@ -137,7 +134,7 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if ChildExit.status(of: process) == nil { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(atPath: dataDir)
     }
 }

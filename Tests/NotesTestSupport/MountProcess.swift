@@ -89,9 +89,9 @@ public final class MountProcess: @unchecked Sendable {
     @discardableResult
     public func waitForExit(killed: Bool = false) -> Bool {
         let deadline = Date().addingTimeInterval(15)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        while ChildExit.status(of: process) == nil && Date() < deadline { usleep(20_000) }
         if killed { _ = Shell.run("fusermount3 -u -z \(mountpoint)") }
-        return !process.isRunning
+        return ChildExit.status(of: process) != nil
     }
 
     public static func isMounted(_ path: String) -> Bool {
@@ -106,13 +106,13 @@ public final class MountProcess: @unchecked Sendable {
     public static var fuseAvailable: Bool { FileManager.default.fileExists(atPath: "/dev/fuse") }
 
     deinit {
-        if process.isRunning {
+        if ChildExit.status(of: process) == nil {
             kill(process.processIdentifier, SIGTERM)
             let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
+            while ChildExit.status(of: process) == nil && Date() < deadline { usleep(20_000) }
         }
         if Self.isMounted(mountpoint) { _ = Shell.run("fusermount3 -u -z \(mountpoint)") }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if ChildExit.status(of: process) == nil { kill(process.processIdentifier, SIGKILL) }
         if cacheOnTmpfs { _ = Shell.run("umount -l '\(cacheDir)'") }
         // NOTES_KEEP_LOGS=DIR keeps every mount's log there, for a failure to be read later.
         if let keep = ProcessInfo.processInfo.environment["NOTES_KEEP_LOGS"] {
@@ -150,7 +150,18 @@ public enum Shell {
         }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        let status = ChildExit.wait(for: process)
+        return Result(status: status, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// `run` on a thread of its own, for a command that runs long (a script that waits for
+    /// the test to go on): waiting for it on one of the test's task threads would take
+    /// that thread from everything else for as long.
+    public static func runOnOwnThread(_ command: String, in directory: String? = nil, environment: [String: String] = [:]) async -> Result {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(returning: run(command, in: directory, environment: environment))
+            }
+        }
     }
 }

@@ -81,7 +81,7 @@ public final class PostgresCluster: Sendable {
     public func pause() {
         if let process = server.withLock({ $0 }), process.isRunning {
             kill(process.processIdentifier, SIGQUIT)
-            process.waitUntilExit()
+            _ = ChildExit.wait(for: process)
         }
     }
 
@@ -116,7 +116,7 @@ public final class PostgresCluster: Sendable {
     public func stop() {
         if let process = server.withLock({ $0 }), process.isRunning {
             kill(process.processIdentifier, SIGQUIT)
-            process.waitUntilExit()
+            _ = ChildExit.wait(for: process)
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -136,8 +136,7 @@ public final class PostgresCluster: Sendable {
         process.executableURL = URL(fileURLWithPath: "/bin/chown")
         process.arguments = ["postgres:postgres", path]
         try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ClusterError("chown postgres \(path) failed") }
+        guard ChildExit.wait(for: process) == 0 else { throw ClusterError("chown postgres \(path) failed") }
     }
 
     /// A PostgreSQL program as a process, run as the `postgres` user when the tests run
@@ -174,10 +173,10 @@ public final class PostgresCluster: Sendable {
         process.standardOutput = output
         process.standardError = output
         try process.run()
-        process.waitUntilExit()
+        let status = ChildExit.wait(for: process)
         try? output.close()
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else { throw ClusterError("\(program) \(arguments.joined(separator: " ")) failed: \(text)") }
+        guard status == 0 else { throw ClusterError("\(program) \(arguments.joined(separator: " ")) failed: \(text)") }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -92,8 +92,22 @@ struct ShareCommand: AsyncParsableCommand {
                 share = try await client.updateShare(id: share.id, update)
             }
             try options.emit(share) { describe(share) }
+            if share.publicPermission != .none, let url = share.url, let warning = unservedLinkWarning(url) {
+                FileHandle.standardError.write(Data("notes: \(warning)\n".utf8))
+            }
         }
     }
+}
+
+/// A warning for a public link that nothing serves: notesd started without `--listen`
+/// or `--public-url` names its pages `http://localhost/s/…`, a port nobody listens on.
+func unservedLinkWarning(_ url: String) -> String? {
+    guard let components = URLComponents(string: url), components.host == "localhost", components.port == nil else { return nil }
+    return """
+        this link (\(url)) reaches no one yet: notesd serves no public pages without --listen. \
+        Start it with --listen HOST:PORT, and --public-url with the address people use (https://notes.example.com), \
+        then `notes share PATH --public` again prints the link to send; its token stays the same.
+        """
 }
 
 /// The share URL and its people, for terminal output.

@@ -101,6 +101,8 @@ struct TwoPersonTests {
         let publicShare = alice("share '\(aliceWork)/plan.md' --public --read-only --json")
         let publicURL = (Self.json(publicShare) as? [String: Any])?["url"] as? String ?? ""
         #expect(publicShare.status == 0, "\(publicShare)")
+        // notesd here has no --listen: the link is for `notes accept`, and the CLI says so
+        #expect(publicShare.stderr.contains("reaches no one yet") && publicShare.stderr.contains("--listen"), "\(publicShare)")
         let carolToken = try await daemon.client().createAccount(name: "carol").token
         let carol = Self.notes("accept '\(publicURL)' --json", token: carolToken, daemon: daemon)
         #expect((Self.json(carol) as? [String: Any])?["owner"] as? String == "alice", "\(carol)")

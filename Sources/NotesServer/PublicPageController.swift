@@ -26,7 +26,9 @@ struct PublicPageController {
     func addRoutes(to router: Router<NotesRequestContext>) {
         router.get("s/:token") { request, context in try await serve(request, context, path: []) }
         router.get("s/:token/**") { request, context in
-            try await serve(request, context, path: context.parameters.getCatchAll().map(String.init))
+            // The segments come as the browser sent them, percent-encoded ("My%20plan.html"
+            // for a note named "My plan.md"): compare them as names.
+            try await serve(request, context, path: context.parameters.getCatchAll().map { $0.removingPercentEncoding ?? String($0) })
         }
     }
 
@@ -114,7 +116,8 @@ struct PublicSite {
     func resolve(_ path: [String]) -> Target? {
         if path == ["style.css"] { return .answer(Answer(contentType: "text/css; charset=utf-8", body: Array(Stylesheet.css.utf8))) }
         if let root, root.recordType == .note {
-            return path.isEmpty || path == [SiteExporter.pagePath(root.name)] ? .page(root) : nil
+            // A single note is its own index (every page's "Index" link).
+            return path.isEmpty || path == [SiteExporter.pagePath(root.name)] || path == ["index.html"] ? .page(root) : nil
         }
         var folder: String? = root?.recordName
         for (index, segment) in path.enumerated() {

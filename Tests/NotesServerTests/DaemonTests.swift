@@ -567,3 +567,56 @@ import Testing
         #expect(get("/s/\(open.urlToken)/plan.html").stdout.hasPrefix("HTTP/1.1 404"))
     }
 }
+
+/// Every link of a share's public pages leads somewhere, whatever its notes are named.
+@Suite struct PublicLinkCrawlTests {
+    /// Fetches `start` and every page it links to under `/s/`, once each; the paths that
+    /// did not answer 200.
+    static func crawl(_ daemon: DaemonProcess, from start: String) -> (visited: Int, broken: [String]) {
+        var queue = [start], seen: Set<String> = [start], broken: [String] = []
+        while let path = queue.popLast() {
+            let answer = Shell.run("curl -s -i --unix-socket '\(daemon.socket)' 'http://localhost\(path)'").stdout
+            guard answer.hasPrefix("HTTP/1.1 200") else { broken.append("\(path): \(answer.prefix(40))"); continue }
+            guard answer.contains("Content-Type: text/html") else { continue }
+            let base = URL(string: "http://localhost\(path)")!
+            // (as a browser reads an attribute: its entities unescaped)
+            let hrefs = answer.components(separatedBy: "href=\"").dropFirst().compactMap { $0.split(separator: "\"").first.map(String.init) }
+                .map { $0.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#39;", with: "'").replacingOccurrences(of: "&lt;", with: "<")
+                    .replacingOccurrences(of: "&gt;", with: ">").replacingOccurrences(of: "&amp;", with: "&") }
+            for href in hrefs {
+                guard let url = URL(string: href, relativeTo: base)?.absoluteURL, url.host == "localhost" else { continue }
+                let target = url.path(percentEncoded: true)
+                guard target.hasPrefix("/s/"), seen.insert(target).inserted else { continue }
+                queue.append(target)
+            }
+        }
+        return (seen.count, broken)
+    }
+
+    @Test func everyLinkOfAFolderAndOfASingleNoteResolvesWhateverTheNames() async throws {
+        let daemon = try await DaemonProcess.started()
+        let client = daemon.client()
+        let zone = try await client.createZone(named: "Site").id
+        let names = ["My plan.md", "Budget (2026).md", "Café ü.md", "C# notes.md", "100% done.md", "What?.md", "a+b & c.md"]
+        var saves = [RecordSave(recordName: "team", recordType: .folder, name: "Team notes")]
+        saves.append(RecordSave(recordName: "sub", recordType: .folder, name: "Sub folder (old)", parent: "team"))
+        for (index, name) in names.enumerated() {
+            saves.append(RecordSave(recordName: "n\(index)", recordType: .note, name: name, parent: index % 2 == 0 ? "team" : "sub",
+                                    body: "# Title \(index)\n\nSee [the plan](\(index % 2 == 0 ? "" : "../")My%20plan.md).\n"))
+        }
+        saves.append(RecordSave(recordName: "pic", recordType: .file, name: "a picture #1.png", parent: "team", bytes: Data([0x89, 0x50])))
+        saves.append(RecordSave(recordName: "solo", recordType: .note, name: "Solo note (draft).md", body: "# Solo\n"))
+        _ = try await client.modify(ModifyRequest(zone: zone, saves: saves))
+        let folder = try await client.createShare(NewShare(zone: zone, rootRecordName: "team", publicPermission: .readOnly))
+        let single = try await client.createShare(NewShare(zone: zone, rootRecordName: "solo", publicPermission: .readOnly))
+
+        let site = Self.crawl(daemon, from: "/s/\(folder.urlToken)/")
+        #expect(site.broken.isEmpty, "\(site.broken)")
+        // the index, the subfolder's index, seven pages, the picture, the stylesheet
+        #expect(site.visited >= 11, "visited \(site.visited)")
+        let solo = Self.crawl(daemon, from: "/s/\(single.urlToken)")
+        #expect(solo.broken.isEmpty, "\(solo.broken)")
+        #expect(solo.visited >= 3, "visited \(solo.visited)")
+        try await daemon.stop()
+    }
+}

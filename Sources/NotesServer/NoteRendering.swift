@@ -181,3 +181,27 @@ final class RenderCache: Sendable {
 
     var count: Int { state.withLock { $0.entries.count } }
 }
+
+/// Notes' titles for public indexes, by record version (`nil`: the note has none), at
+/// most `capacity` of them, the oldest forgotten first.
+final class TitleCache: Sendable {
+    private struct State {
+        var entries: [String: String?] = [:]
+        var order: [String] = []
+    }
+    private let state = Mutex(State())
+    let capacity: Int
+
+    init(capacity: Int = 100_000) { self.capacity = capacity }
+
+    func get(_ key: String) -> String?? { state.withLock { $0.entries[key] } }
+
+    func put(_ key: String, _ title: String?) {
+        state.withLock { state in
+            guard state.entries[key] == nil else { return }
+            state.entries[key] = .some(title)
+            state.order.append(key)
+            if state.order.count > capacity { state.entries[state.order.removeFirst()] = nil }
+        }
+    }
+}

@@ -13,6 +13,8 @@ struct PublicPageController {
     let renderer: any NoteRendering
     /// Pages rendered once per record version.
     let cache = RenderCache()
+    /// Notes' titles for indexes, once per record version.
+    let titles = TitleCache()
 
     /// What the browser may load: the stylesheet and images from here, nothing else, and
     /// no script at all (a note's HTML is escaped anyway; this is the second wall).
@@ -47,6 +49,8 @@ struct PublicPageController {
         switch target {
         case .answer(let ready):
             answer = ready
+        case .index(let folder, let path):
+            answer = site.index(folder, path: path, titles: try await titles(of: site.children[folder] ?? [], token: token))
         case .page(let note):
             answer = site.page(note, rendered: try await rendered(note, token: token))
         case .markdown(let note):
@@ -59,6 +63,24 @@ struct PublicPageController {
         var headers = Self.securityHeaders
         headers[.contentType] = answer.contentType
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    /// The titles of the notes among `records` (as an index lists them), by record name:
+    /// each version's title read once, then kept.
+    func titles(of records: [Record], token: String) async throws -> [String: String] {
+        var titles: [String: String] = [:]
+        for note in records where note.recordType == .note {
+            let key = "\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(note.changeTag)"
+            if let known = self.titles.get(key) {
+                if let title = known { titles[note.recordName] = title }
+                continue
+            }
+            let full = try await store.publicRecord(urlToken: token, recordName: note.recordName)
+            let title = MarkdownTitle.first(in: full.body ?? "")
+            self.titles.put("\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(full.changeTag)", title)
+            if let title { titles[note.recordName] = title }
+        }
+        return titles
     }
 
     /// The note's page body, from the cache when this version was rendered before.
@@ -108,6 +130,8 @@ struct PublicSite {
     /// content must be read (and, for a page, rendered).
     enum Target {
         case answer(Answer)
+        /// A folder's index (`nil`: the share's top), at `path`.
+        case index(String?, path: [String])
         case page(Record)
         case markdown(Record)
         case file(Record)
@@ -123,7 +147,7 @@ struct PublicSite {
         for (index, segment) in path.enumerated() {
             let last = index == path.count - 1
             let here = children[folder] ?? []
-            if last, segment == "index.html" { return .answer(self.index(folder, path: Array(path.dropLast()))) }
+            if last, segment == "index.html" { return .index(folder, path: Array(path.dropLast())) }
             if last, let note = here.first(where: { $0.recordType == .note && SiteExporter.pagePath($0.name) == segment }) { return .page(note) }
             guard let next = here.first(where: { $0.name == segment }) else { return nil }
             switch next.recordType {
@@ -132,7 +156,7 @@ struct PublicSite {
             case .note: return last ? .markdown(next) : nil
             }
         }
-        return .answer(index(folder, path: path))
+        return .index(folder, path: path)
     }
 
     func page(_ note: Record, rendered: RenderedNote) -> Answer {
@@ -140,12 +164,16 @@ struct PublicSite {
         return Answer(contentType: "text/html; charset=utf-8", body: Array(Template.page(title: title, body: rendered.html, root: base).utf8))
     }
 
-    func index(_ folder: String?, path: [String]) -> Answer {
+    /// A folder's index; notes are listed by their titles (as an export lists them), else
+    /// by their names without `.md`.
+    func index(_ folder: String?, path: [String], titles: [String: String] = [:]) -> Answer {
         let prefix = path.isEmpty ? "" : path.joined(separator: "/") + "/"
         let entries = (children[folder] ?? []).map { child -> Template.Entry in
             switch child.recordType {
             case .folder: return Template.Entry(href: base + SiteExporter.href(prefix + child.name) + "/", label: child.name + "/", kind: "folder")
-            case .note: return Template.Entry(href: base + SiteExporter.href(prefix + SiteExporter.pagePath(child.name)), label: child.name, kind: "note")
+            case .note:
+                let label = titles[child.recordName] ?? (child.name.hasSuffix(".md") ? String(child.name.dropLast(3)) : child.name)
+                return Template.Entry(href: base + SiteExporter.href(prefix + SiteExporter.pagePath(child.name)), label: label, kind: "note")
             case .file: return Template.Entry(href: base + SiteExporter.href(prefix + child.name), label: child.name, kind: "file")
             }
         }

@@ -610,6 +610,9 @@ import Testing
         let folder = try await client.createShare(NewShare(zone: zone, rootRecordName: "team", publicPermission: .readOnly))
         let single = try await client.createShare(NewShare(zone: zone, rootRecordName: "solo", publicPermission: .readOnly))
 
+        // The index lists notes by their titles, as an export does.
+        let index = Shell.run("curl -s --unix-socket '\(daemon.socket)' 'http://localhost/s/\(folder.urlToken)/'").stdout
+        #expect(index.contains(">Title 0<") && index.contains(">Title 2<") && !index.contains(">My plan.md<"), "\(index)")
         let site = Self.crawl(daemon, from: "/s/\(folder.urlToken)/")
         #expect(site.broken.isEmpty, "\(site.broken)")
         // the index, the subfolder's index, seven pages, the picture, the stylesheet

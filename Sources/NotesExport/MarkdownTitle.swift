@@ -1,0 +1,74 @@
+import Foundation
+
+/// A note's title for listings, without a parser: the text of its first heading (ATX
+/// `# Title` or setext `Title` over `===`/`---`), outside fenced code, in its first
+/// 64 KiB, with emphasis, code and link markup taken off. The same title as the page's
+/// for notes as people write them, at a cost that a folder of thousands can pay on
+/// every listing (the page itself is rendered by cmark-gfm, in a worker with a budget).
+public enum MarkdownTitle {
+    public static let scannedBytes = 64 * 1024
+
+    public static func first(in text: String) -> String? {
+        let head = text.utf8.count > scannedBytes ? String(decoding: text.utf8.prefix(scannedBytes), as: UTF8.self) : text
+        var fence: String?
+        var previous: Substring?
+        for line in head.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
+            let line = line.hasSuffix("\r") ? line.dropLast() : line
+            let indent = line.prefix { $0 == " " }.count
+            let body = line.dropFirst(min(indent, 3))
+            if let open = fence {
+                if indent < 4, body.hasPrefix(open) { fence = nil }
+                previous = nil
+                continue
+            }
+            if indent < 4, body.hasPrefix("```") || body.hasPrefix("~~~") {
+                fence = String(body.prefix(3))
+                previous = nil
+                continue
+            }
+            if indent < 4, let title = atx(body) { return title.isEmpty ? nil : plain(title) }
+            if indent < 4, let paragraph = previous, !body.isEmpty, body.allSatisfy({ $0 == "=" }) || body.allSatisfy({ $0 == "-" }) {
+                let title = plain(paragraph.trimmingCharacters(in: .whitespaces))
+                if !title.isEmpty { return title }
+            }
+            let blank = line.allSatisfy { $0 == " " || $0 == "\t" }
+            previous = blank || indent >= 4 ? nil : Substring(line)
+        }
+        return nil
+    }
+
+    /// The text of an ATX heading line, or nil if `line` is not one.
+    static func atx(_ line: Substring) -> String? {
+        let hashes = line.prefix { $0 == "#" }.count
+        guard (1...6).contains(hashes) else { return nil }
+        let rest = line.dropFirst(hashes)
+        guard rest.isEmpty || rest.first == " " || rest.first == "\t" else { return nil }
+        var text = rest.trimmingCharacters(in: .whitespaces)
+        // A closing sequence of '#' (after a space) is not part of the text.
+        if let last = text.lastIndex(where: { $0 != "#" }), text[text.index(after: last)...].count > 0, text[last] == " " {
+            text = String(text[...last]).trimmingCharacters(in: .whitespaces)
+        } else if text.allSatisfy({ $0 == "#" }) {
+            text = ""
+        }
+        return text
+    }
+
+    /// `text` without inline markup: `[label](url)` → label, and `*` and `` ` `` dropped
+    /// (`_` stays: in names like `snake_case` it is text).
+    static func plain(_ text: String) -> String {
+        var out = ""
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            if character == "[", let close = text[index...].firstIndex(of: "]"), text.index(after: close) < text.endIndex,
+               text[text.index(after: close)] == "(", let end = text[close...].firstIndex(of: ")") {
+                out += plain(String(text[text.index(after: index)..<close]))
+                index = text.index(after: end)
+                continue
+            }
+            if character != "*" && character != "`" { out.append(character) }
+            index = text.index(after: index)
+        }
+        return out.trimmingCharacters(in: .whitespaces)
+    }
+}

@@ -1,0 +1,36 @@
+import NotesExport
+import Testing
+
+/// The listing title (a line scan) against the page title (cmark-gfm) on notes as people
+/// write them: the same, so that an index and the page it links to agree.
+@Suite struct MarkdownTitleTests {
+    static let notes: [(text: String, title: String?)] = [
+        ("# Plan\n\nbody", "Plan"),
+        ("Intro line\n\n## Second level first\n", "Second level first"),
+        ("Setext title\n============\n\ntext", "Setext title"),
+        ("Setext two\n---\n", "Setext two"),
+        ("```\n# not a heading\n```\n\n# Real\n", "Real"),
+        ("~~~md\n# fenced\n~~~\n# After\n", "After"),
+        ("    # indented code\n\n# Heading\n", "Heading"),
+        ("#hashtag is not a heading\n\n### Three ###\n", "Three"),
+        ("# **Bold** and `code` and [a link](http://x)\n", "Bold and code and a link"),
+        ("# snake_case_name\n", "snake_case_name"),
+        ("no heading at all\n", nil),
+        ("", nil),
+        ("\r\n# Windows\r\n", "Windows"),
+        ("   ## Three spaces\n", "Three spaces"),
+    ]
+
+    @Test func theListingTitleIsThePageTitle() {
+        let renderer = MarkdownRenderer(allowRawHTML: false, rewriteLink: { $0 })
+        for (text, expected) in Self.notes {
+            #expect(MarkdownTitle.first(in: text) == expected, "\(text.debugDescription)")
+            #expect(renderer.render(text).title == expected, "cmark-gfm differs on \(text.debugDescription)")
+        }
+    }
+
+    @Test func onlyTheHeadOfAHugeNoteIsRead() {
+        let text = String(repeating: "x\n", count: 100_000) + "# Late\n"
+        #expect(MarkdownTitle.first(in: text) == nil)
+    }
+}

@@ -173,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "notes",
             dependencies: [
-                "NotesModel", "NotesClient", "NotesMount", "NotesReplica", "NotesExport", "CXattr",
+                "NotesModel", "NotesClient", "NotesMount", "NotesReplica", "NotesExport", "NotesMerge", "CXattr",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -40,6 +40,7 @@ import Testing
         ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["export", "--help"], ["status", "--help"],
         ["account", "--help"], ["account", "list", "--help"], ["account", "disable", "--help"], ["account", "enable", "--help"],
         ["token", "--help"], ["token", "list", "--help"], ["token", "revoke", "--help"],
+        ["show", "--help"], ["diff", "--help"], ["restore", "--help"],
     ])
     func everyCommandHelpHasAnExample(_ arguments: [String]) throws {
         let result = try Self.run("notes", arguments)

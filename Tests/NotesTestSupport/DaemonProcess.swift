@@ -123,7 +123,12 @@ public final class DaemonProcess: @unchecked Sendable {
             if let status = ChildExit.status(of: process) { return status }
             try await Task.sleep(for: .milliseconds(20))
         }
-        Issue.record("notesd did not exit within 15 s of signal \(signal); its log ends: \(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(2_000))")
+        let state = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("State:") } ?? "?"
+        Issue.record("""
+            notesd did not exit within 15 s of signal \(signal) (\(state)); its log ends: \(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(2_000))
+            its threads: \(ChildExit.stacks(of: process.processIdentifier))
+            """)
         kill(process.processIdentifier, SIGKILL)
         return -1
     }

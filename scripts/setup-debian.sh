@@ -6,7 +6,8 @@ if ! command -v swift >/dev/null 2>&1; then
     echo "setup: swift is not on PATH. Install Swift 6.x (swift.org) and add its usr/bin to PATH." >&2
     exit 1
 fi
-packages=(libsqlite3-dev sqlite3 curl systemd libfuse3-dev fuse3 attr vim python3 python3-venv libcmark-gfm-dev libcmark-gfm-extensions-dev libgit2-dev chromium postgresql)
+# openssl makes the TLS tests' certificates; gdb shows the stacks of a process that does not end.
+packages=(libsqlite3-dev sqlite3 curl systemd libfuse3-dev fuse3 attr vim python3 python3-venv libcmark-gfm-dev libcmark-gfm-extensions-dev libgit2-dev chromium postgresql openssl gdb)
 missing=()
 for package in "${packages[@]}"; do
     dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -35,6 +35,12 @@ extension NotesClient {
         try await get(account.map { "/v1/accounts/\($0)/tokens" } ?? "/v1/tokens", as: API.Tokens.self).tokens
     }
 
+    /// A new token for the caller's own account (one made with an expiring token
+    /// expires by the same time).
+    public func createToken(expiresIn: Double? = nil, label: String? = nil) async throws(NotesError) -> API.TokenIssued {
+        try await call(.POST, "/v1/tokens", body: API.IssueToken(expiresIn: expiresIn, label: label), as: API.TokenIssued.self)
+    }
+
     /// Revokes a token by its id: one's own, or any (the admin).
     @discardableResult
     public func revokeToken(id: String) async throws(NotesError) -> TokenInfo {

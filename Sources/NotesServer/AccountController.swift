@@ -64,6 +64,26 @@ struct AccountController {
             let usage = try await store.usage(of: try context.account().name)
             return JSONResponse.make(API.Usage(usedBytes: usage.used, quotaBytes: usage.quota))
         }
+        group.post("tokens") { request, context in
+            let account = try context.account()
+            var request = request
+            let body = request.headers[.contentLength] == "0" ? API.IssueToken() : try await request.decodeJSON(API.IssueToken.self)
+            if let lifetime = body.expiresIn { try Limits.validateLifetime(lifetime, field: "expiresIn", allowsZero: false) }
+            // A token cannot outlive the one that made it: an expiring token could
+            // otherwise renew itself for ever.
+            if let presenting = context.identity?.tokenID,
+               let limit = try await store.tokens(of: account.name).first(where: { $0.id == presenting })?.expiresAt {
+                let remaining = max(0, limit.timeIntervalSinceNow)
+                guard let lifetime = body.expiresIn, lifetime <= remaining + 1 else {
+                    throw NotesError(
+                        .invalidArguments,
+                        "The token you used expires at \(ISO8601.string(from: limit)), and a token it makes must expire by then too (expiresIn at most \(Int(remaining))). Make longer-lived tokens on the socket as yourself, or ask the admin (`notes account token \(account.name)`).")
+                }
+            }
+            let issued = try await store.issueToken(for: account.name, lifetime: body.expiresIn, label: body.label)
+            context.logger.notice("token issued", metadata: ["account": "\(account.name)", "token": "\(issued.info.id)"])
+            return JSONResponse.make(API.TokenIssued(name: account.name, token: issued.token, id: issued.info.id), status: .created)
+        }
         group.get("tokens") { _, context in
             JSONResponse.make(API.Tokens(tokens: try await store.tokens(of: try context.account().name)))
         }

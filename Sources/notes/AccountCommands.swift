@@ -135,14 +135,38 @@ struct AccountCommand: AsyncParsableCommand {
 struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token",
-        abstract: "List and revoke bearer tokens.",
+        abstract: "Create, list and revoke your bearer tokens.",
         discussion: """
             Examples:
+              notes token create --label "laptop mount" --expires 90d
               notes token list
               notes token revoke ntk_3fQ…
               notes token list --account bob     # the admin
             """,
-        subcommands: [List.self, Revoke.self])
+        subcommands: [Create.self, List.self, Revoke.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a new token for your account and print it (shown once).",
+            discussion: "Example:\n  notes token create --label \"CI\" --expires 30d")
+
+        @Option(help: "What the token is for, shown by `notes token list`.")
+        var label: String?
+
+        @Option(parsing: .unconditional, help: "It stops working after this long: 30m, 12h, 7d, 2w (default: never; a token made with an expiring token expires by then too).")
+        var expires: String?
+
+        @OptionGroup var options: ClientOptions
+
+        func run() async throws {
+            try await runReporting {
+                let lifetime = try expires.map(parseDuration)
+                if lifetime == 0 { throw NotesError(.invalidArguments, "--expires 0 would make a token that never works; leave it out for one that does not expire.") }
+                let issued = try await options.client().createToken(expiresIn: lifetime, label: label)
+                try options.emit(issued) { issued.token }
+            }
+        }
+    }
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

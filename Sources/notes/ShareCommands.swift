@@ -315,7 +315,7 @@ func parseDuration(_ text: String) throws(NotesError) -> Double {
     let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
     let trimmed = text.trimmingCharacters(in: .whitespaces)
     if trimmed.hasPrefix("-") {
-        throw NotesError(.invalidArguments, "--expires \(text) is in the past: give how long from now the link lets people in, like 30m, 12h, 7d or 2w (0 removes the limit; --private turns the link off now).")
+        throw NotesError(.invalidArguments, "--expires \(text) is in the past: give how long from now, like 30m, 12h, 7d or 2w.")
     }
     if let unit = trimmed.last, let scale = units[unit], let value = Double(trimmed.dropLast()), value >= 0 { return value * scale }
     if let value = Double(trimmed), value >= 0 { return value }

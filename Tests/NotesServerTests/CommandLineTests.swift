@@ -39,7 +39,7 @@ import Testing
         ["share", "--help"], ["invitations", "--help"], ["accept", "--help"], ["participants", "--help"],
         ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["export", "--help"], ["status", "--help"],
         ["account", "--help"], ["account", "list", "--help"], ["account", "disable", "--help"], ["account", "enable", "--help"],
-        ["token", "--help"], ["token", "list", "--help"], ["token", "revoke", "--help"],
+        ["token", "--help"], ["token", "create", "--help"], ["token", "list", "--help"], ["token", "revoke", "--help"],
         ["show", "--help"], ["diff", "--help"], ["restore", "--help"],
     ])
     func everyCommandHelpHasAnExample(_ arguments: [String]) throws {
@@ -126,6 +126,16 @@ import Testing
         let tokens = try Self.run("notes", ["token", "list"], environment: bob)
         #expect(tokens.status == 0 && tokens.stdout.hasPrefix(tokenID), "\(tokens)")
         #expect(try Self.run("notes", ["token", "list", "--account", "bob"], environment: env).stdout.hasPrefix(tokenID))
+        // bob makes a token of his own; one made with an expiring token expires by then too
+        let made = try Self.run("notes", ["token", "create", "--label", "laptop", "--expires", "90d", "--json"], environment: bob)
+        let laptop = try NotesJSON.decoder().decode(API.TokenIssued.self, from: Data(made.stdout.utf8))
+        #expect(try Self.run("notes", ["whoami"], environment: env.merging(["NOTES_TOKEN": laptop.token]) { $1 }).stdout == "bob\n")
+        #expect(try Self.run("notes", ["token", "list"], environment: bob).stdout.contains("\tlaptop\t"))
+        let longer = try Self.run("notes", ["token", "create", "--expires", "91d"], environment: env.merging(["NOTES_TOKEN": laptop.token]) { $1 })
+        #expect(longer.status == 64 && longer.stderr.contains("must expire by then too"), "\(longer)")
+        let forever = try Self.run("notes", ["token", "create"], environment: env.merging(["NOTES_TOKEN": laptop.token]) { $1 })
+        #expect(forever.status == 64, "\(forever)")
+        #expect(try Self.run("notes", ["token", "create", "--expires", "30d"], environment: env.merging(["NOTES_TOKEN": laptop.token]) { $1 }).status == 0)
         let revoked = try Self.run("notes", ["token", "revoke", issued.token], environment: bob)
         #expect(revoked.status == 0 && revoked.stdout.contains("Revoked \(tokenID)"), "\(revoked)")
         #expect(try Self.run("notes", ["whoami"], environment: bob).status == 77)

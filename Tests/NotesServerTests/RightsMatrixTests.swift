@@ -75,6 +75,7 @@ import Testing
             Operation(id: "issueToken", objects: [.none], request: { _, _ in ("POST", "/v1/accounts/alice/tokens", "{}") }, expected: admin()),
             Operation(id: "usage", objects: [.none], request: { _, _ in ("GET", "/v1/usage", nil) }, expected: any(200)),
             Operation(id: "listTokens", objects: [.none], request: { _, _ in ("GET", "/v1/tokens", nil) }, expected: any(200)),
+            Operation(id: "createToken", objects: [.none], request: { _, _ in ("POST", "/v1/tokens", #"{"label":"matrix"}"#) }, expected: any(201)),
             // Alice's token: hers to revoke; anyone else's is "no such token".
             Operation(id: "revokeToken", objects: [.none], request: { w, _ in ("DELETE", "/v1/tokens/\(w.aliceToken)", nil) }, expected: { caller, _ in
                 Expected(status: [.anonymous, .expired].contains(caller) ? 401 : caller == .owner ? 200 : 404)

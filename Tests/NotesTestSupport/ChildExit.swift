@@ -12,31 +12,51 @@ public enum ChildExit {
     /// The exit status (or 128 + signal) of `process` if it has ended, else nil.
     public static func status(of process: Process) -> Int32? {
         if !process.isRunning { return process.terminationStatus }
-        return zombieStatus(process.processIdentifier)
+        if case .zombie(let status) = state(process.processIdentifier) { return status }
+        return nil
     }
 
-    /// Waits, without Foundation, until `process` has ended; its status.
+    /// Waits, without relying on Foundation alone, until `process` has ended; its status
+    /// (-1 when it was reaped and Foundation did not say so within 5 s).
     public static func wait(for process: Process) -> Int32 {
+        var goneSince: Date?
         while true {
             if let status = status(of: process) { return status }
+            if case .gone = state(process.processIdentifier) {
+                // Reaped: Foundation says so in a moment, unless its handler is held back.
+                let since = goneSince ?? Date()
+                goneSince = since
+                if Date().timeIntervalSince(since) > 5 { return -1 }
+            }
             usleep(2_000)
         }
     }
 
-    /// The status of a child that has ended and not been reaped yet (state `Z`; field 52
-    /// of /proc/PID/stat is the status as waitpid reports it).
-    ///
-    /// A child that is gone altogether (reaped, with Foundation not yet told) has ended
-    /// too, with its status unknown (-1).
-    static func zombieStatus(_ pid: Int32) -> Int32? {
+    /// Whether the process is gone altogether (reaped).
+    public static func isGone(_ process: Process) -> Bool {
+        if case .gone = state(process.processIdentifier) { return true }
+        return false
+    }
+
+    enum State {
+        case running
+        /// Ended, not reaped yet, with its status.
+        case zombie(Int32)
+        /// Reaped (by Foundation, which may not have said so yet).
+        case gone
+    }
+
+    /// The process as the kernel has it: field 3 of /proc/PID/stat is its state, and
+    /// field 52 of a zombie its status as waitpid reports it.
+    static func state(_ pid: Int32) -> State {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else {
-            return FileManager.default.fileExists(atPath: "/proc/\(pid)") ? nil : -1
+            return FileManager.default.fileExists(atPath: "/proc/\(pid)") ? .running : .gone
         }
-        guard let close = stat.lastIndex(of: ")") else { return nil }
+        guard let close = stat.lastIndex(of: ")") else { return .running }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.first == "Z" else { return nil }
-        guard fields.count > 49, let raw = Int32(fields[49].trimmingCharacters(in: .whitespacesAndNewlines)) else { return -1 }
-        return raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+        guard fields.first == "Z" else { return .running }
+        guard fields.count > 49, let raw = Int32(fields[49].trimmingCharacters(in: .whitespacesAndNewlines)) else { return .zombie(-1) }
+        return .zombie(raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f))
     }
 
     /// Every thread's stack of a live process, from gdb (when installed), for a report of

@@ -123,6 +123,8 @@ public final class DaemonProcess: @unchecked Sendable {
             if let status = ChildExit.status(of: process) { return status }
             try await Task.sleep(for: .milliseconds(20))
         }
+        // Reaped, with Foundation's handler held back from saying so: it has ended.
+        if ChildExit.isGone(process) { return -1 }
         let state = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("State:") } ?? "?"
         Issue.record("""

@@ -203,6 +203,12 @@ include-operation-id = "revokeToken"
 parameters = { "path.id" = "$DOOMED_TOKEN" }
 checks = { ensure_resource_availability = { enabled = false } }
 
+# A token made by createToken is looked up by revokeToken, whose id the line above fixes
+# to the fixture token: the stateful phase then revokes that one, not the new one.
+[[operations]]
+include-operation-id = "createToken"
+checks = { ensure_resource_availability = { enabled = false } }
+
 [[operations]]
 include-operation-id = ["updateShare", "addParticipants"]
 parameters = { "path.id" = "$SHARE_C", "path.name" = "bob" }

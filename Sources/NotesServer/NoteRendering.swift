@@ -201,7 +201,12 @@ final class TitleCache: Sendable {
             guard state.entries[key] == nil else { return }
             state.entries[key] = .some(title)
             state.order.append(key)
-            if state.order.count > capacity { state.entries[state.order.removeFirst()] = nil }
+            // Past the capacity the older half goes at once (one pass, not one per title).
+            if state.order.count > capacity {
+                let forgotten = state.order.prefix(capacity / 2)
+                for key in forgotten { state.entries[key] = nil }
+                state.order.removeFirst(forgotten.count)
+            }
         }
     }
 }

@@ -11,6 +11,11 @@ final class PostgresRecordWriter {
     let actor: String
     /// Folders already read in this operation (a batch usually fills one folder).
     private var folders: [String: Record] = [:]
+    /// Records read ahead in one statement (`readAhead`), each handed out once: a batch
+    /// would otherwise pay a round trip per record before its write.
+    private var readAhead: [String: Record] = [:]
+    /// The names `readAhead` answers for; a name here and not in `readAhead` does not exist.
+    private var readAheadNames: Set<String> = []
 
     init(context: PostgresWrite, access: ZoneAccess, actor: String) {
         self.context = context
@@ -20,11 +25,39 @@ final class PostgresRecordWriter {
     var zone: ZoneID { access.zone }
     var sql: SQL { context.sql }
 
+    /// Reads the records that `names` name in one statement, for the saves and deletes
+    /// that follow; each answer is used once, and none after a record changed share.
+    func readAhead(_ names: Set<String>) async throws {
+        guard names.count > 1 else { return }
+        let list = Array(names)
+        let rows = try await sql.rows(
+            "SELECT \(unescaped: PostgresRecords.metadataColumns) FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = ANY(\(list))")
+        for row in rows {
+            let record = try PostgresRecords.record(from: row, zone: zone).record
+            readAhead[record.recordName] = record
+        }
+        readAheadNames = names
+    }
+
+    /// A record's metadata: read ahead, or read now.
+    private func metadata(_ recordName: String) async throws -> Record? {
+        if readAheadNames.remove(recordName) != nil {
+            return readAhead.removeValue(forKey: recordName)
+        }
+        return try await PostgresRecords.fetchMetadata(sql, recordName, in: zone)
+    }
+
+    /// Forgets what was read ahead: records moved share, so their rows changed.
+    private func forgetReadAhead() {
+        readAhead.removeAll()
+        readAheadNames.removeAll()
+    }
+
     /// Deletes one record. Children must be gone already or be deleted in the same
     /// operation (`deleting`); the owner deleting a share's root stops the share.
     @discardableResult
     func delete(_ delete: RecordDelete, deleting: Set<String>, savedParents: [String: String] = [:]) async throws -> Bool {
-        let existing = try await PostgresRecords.fetchMetadata(sql, delete.recordName, in: zone)
+        let existing = try await metadata(delete.recordName)
         let rootOf: String?
         do {
             rootOf = try RecordRules.checkDelete(delete, existing: existing, access: access)
@@ -45,6 +78,7 @@ final class PostgresRecordWriter {
             """)
         if let rootOf {
             folders.removeAll()
+            forgetReadAhead()
             try await PostgresShareWriter(context: context).stop(shareID: rootOf, zone: zone)
         }
         return true
@@ -52,7 +86,7 @@ final class PostgresRecordWriter {
 
     /// Creates or updates one record; an update first keeps the previous state as a version.
     func save(_ save: RecordSave) async throws -> Record {
-        let existing = try await PostgresRecords.fetchMetadata(sql, save.recordName, in: zone)
+        let existing = try await metadata(save.recordName)
         try RecordRules.checkName(save, existing: existing)
         var parentShare = access.zoneWideShare
         if let parentName = save.parent {
@@ -91,7 +125,7 @@ final class PostgresRecordWriter {
     /// A folder of the zone, read once per operation.
     private func folder(_ recordName: String) async throws -> Record? {
         if let known = folders[recordName] { return known }
-        let record = try await PostgresRecords.fetchMetadata(sql, recordName, in: zone)
+        let record = try await metadata(recordName)
         if let record, record.recordType == .folder { folders[recordName] = record }
         return record
     }
@@ -138,6 +172,7 @@ final class PostgresRecordWriter {
         }
         guard record.recordType == .folder else { return }
         folders.removeAll()
+        forgetReadAhead()
         let writer = PostgresShareWriter(context: context)
         for name in try await PostgresRecords.descendants(sql, of: record.recordName, in: zone) {
             try await writer.setShare(of: name, in: zone, from: oldShare, to: newShare)

@@ -64,12 +64,12 @@ extension PostgresStore {
         let deleting = Set(request.deletes.map(\.recordName))
         return try await write { context in
             let owner = request.zone.owner
-            let access = try await PostgresRecords.access(context.sql, zone: request.zone, actor: actor)
+            let (access, usedBefore) = try await PostgresRecords.accessAndUsage(context.sql, zone: request.zone, actor: actor)
             let writer = PostgresRecordWriter(context: context, access: access, actor: actor)
+            try await writer.readAhead(Set(request.deletes.map(\.recordName) + saves.map(\.recordName) + saves.compactMap(\.parent)))
             var saved: [Record] = []
             saved.reserveCapacity(saves.count)
             var current = ""
-            let usedBefore = try await PostgresRecords.usage(context.sql, of: owner)
             do {
                 let savedParents = RecordRules.savedParents(saves)
                 var afterSaves: [RecordDelete] = []
@@ -88,11 +88,8 @@ extension PostgresStore {
             } catch {
                 throw RecordRules.batchFailure(convert(error), at: current, deletes: request.deletes, saves: saves)
             }
-            if storage.quotaBytes != nil {
-                let usedAfter = try await PostgresRecords.usage(context.sql, of: owner)
-                try RecordRules.checkQuota(storage, owner: owner, actor: actor, usedBefore: usedBefore, usedAfter: usedAfter)
-            }
-            try await context.zoneChanged(request.zone)
+            let usedAfter = try await context.zoneChanged(request.zone)
+            try RecordRules.checkQuota(storage, owner: owner, actor: actor, usedBefore: usedBefore, usedAfter: usedAfter)
             return ModifyResult(saved: saved, deleted: request.deletes.map(\.recordName))
         }
     }

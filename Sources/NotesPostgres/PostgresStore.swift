@@ -60,13 +60,9 @@ public final class PostgresStore: RecordStore {
                 defer { metrics.connectionsInUse.decrement() }
                 let context = try await PostgresWrite.begin(SQL(connection: connection, logger: logger), now: clock(), sequenced: sequenced)
                 let value = try await body(context)
-                try await context.finish()
-                if let feed = changeFeed, !context.notices.isEmpty {
-                    // In the transaction: delivered to the listeners on commit, never on rollback.
-                    for payload in feed.payloads(for: context.notices, seq: context.seq) {
-                        try await context.sql.execute("SELECT pg_notify(\(feed.channel), \(payload))")
-                    }
-                }
+                // The notices go in the transaction: delivered to the listeners on commit, never on rollback.
+                let payloads = changeFeed.map { $0.payloads(for: context.notices, seq: context.seq) } ?? []
+                try await context.finish(notifying: changeFeed?.channel ?? "", payloads)
                 return (value, context.notices)
             }
         } catch {
@@ -209,23 +205,44 @@ final class PostgresWrite {
         return seq
     }
 
-    func finish() async throws {
-        if seq != startSeq {
+    /// Writes the counter back (when numbers were taken) and sends `payloads` on
+    /// `channel`, in one statement: the last round trip before the commit.
+    func finish(notifying channel: String, _ payloads: [String]) async throws {
+        switch (seq != startSeq, payloads.isEmpty) {
+        case (true, true):
             try await sql.execute("UPDATE counters SET value = \(seq) WHERE name = 'seq'")
+        case (true, false):
+            try await sql.execute("""
+                WITH counter AS (UPDATE counters SET value = \(seq) WHERE name = 'seq' RETURNING 1)
+                SELECT pg_notify(\(channel), payload) FROM counter, unnest(\(payloads)::text[]) AS payload
+                """)
+        case (false, false):
+            try await sql.execute("SELECT pg_notify(\(channel), payload) FROM unnest(\(payloads)::text[]) AS payload")
+        case (false, true):
+            break
         }
     }
 
     /// Notes that `zone` changed, for its owner and every accepted participant.
-    func zoneChanged(_ zone: ZoneID) async throws {
-        try await sql.execute("UPDATE zones SET changed_seq = \(seq) WHERE owner = \(zone.owner) AND name = \(zone.name)")
+    /// - Returns: the bytes the owner's zones now hold (read in the same statement, for
+    ///   the quota check that follows a modify).
+    @discardableResult
+    func zoneChanged(_ zone: ZoneID) async throws -> Int64 {
+        // PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it.
+        let row = try await sql.row("""
+            WITH changed AS (UPDATE zones SET changed_seq = \(seq) WHERE owner = \(zone.owner) AND name = \(zone.name) RETURNING 1)
+            SELECT COALESCE((SELECT bytes FROM usage WHERE owner = \(zone.owner)), 0),
+                   ARRAY(SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
+                         WHERE s.owner = \(zone.owner) AND s.zone = \(zone.name) AND NOT s.stopped AND p.status = 'accepted'
+                           AND p.account IS NOT NULL AND p.role != 'owner')
+            """)
+        guard let row else { return 0 }
+        let (usage, participants) = try row.decode((Int64, [String]).self)
         notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone))
-        let participants = try await sql.column("""
-            SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
-            WHERE s.owner = \(zone.owner) AND s.zone = \(zone.name) AND NOT s.stopped AND p.status = 'accepted' AND p.account IS NOT NULL AND p.role != 'owner'
-            """, as: String.self)
         for account in participants {
             notices.insert(ChangeNotice(account: account, scope: .shared, zone: zone))
         }
+        return usage
     }
 }
 

@@ -15,6 +15,10 @@ struct HandleTable {
         /// replica holds, and every later write through it fails too, so that a `cp`
         /// that is too large leaves the note as it was rather than cut at 16 MiB.
         var oversized = false
+        /// The version it read from the start of the file (`nil`: not read yet, or a file
+        /// never uploaded). A reader that read one version, and then past a newer one
+        /// that came meanwhile, still holds what it read first (`sed -i` does this).
+        var readTag: String?
     }
 
     private var last: UInt64 = 1
@@ -38,6 +42,20 @@ struct HandleTable {
         let last = current.count <= 1
         writers[closed.inode] = last ? nil : (current.count - 1, current.since)
         return last
+    }
+
+    /// Notes a read through `handle` of the version `tag`: a read from the start takes
+    /// the version it reads; a read further on keeps the one read before.
+    mutating func noteRead(_ handle: UInt64, tag: String?, fromStart: Bool) {
+        guard handles[handle] != nil else { return }
+        if fromStart || handles[handle]!.readTag == nil { handles[handle]!.readTag = tag }
+    }
+
+    /// A version older than `current` that a handle open on `inode` read, if any (the
+    /// oldest, when change tags are numbers).
+    func olderRead(of inode: Inode, than current: String?) -> String? {
+        let older = handles.values.compactMap { $0.inode == inode ? $0.readTag : nil }.filter { $0 != current }
+        return older.min { (Int64($0) ?? .max, $0) < (Int64($1) ?? .max, $1) }
     }
 
     func appends(_ handle: UInt64) -> Bool { handles[handle]?.appends ?? false }

@@ -54,6 +54,9 @@ struct Node {
     /// one being overwritten.
     var seenTag: String?
     var seenIsOutdated = false
+    /// The version of the content held now (what `seenTag` was before a reader that is
+    /// still open made it keep an older one).
+    var loadedTag: String?
     var openCount = 0
     /// References the kernel holds (lookups minus forgets).
     var lookups: UInt64 = 0

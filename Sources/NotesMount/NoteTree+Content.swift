@@ -21,8 +21,15 @@ extension NoteTree {
             do { (content, tag) = try replica.contentAndTag(of: key) ?? ([], nil) } catch { throw Errno.of(error) }
         }
         state.contents.set(inode, content)
-        state.nodes[inode]!.seenTag = tag
-        state.nodes[inode]!.seenIsOutdated = false
+        state.nodes[inode]!.loadedTag = tag
+        // A handle still open read an older version: a save made from what it read must
+        // present that version, so the kernel's view stays outdated until a save uses it.
+        if node.seenIsOutdated, let older = state.handles.olderRead(of: inode, than: tag) {
+            state.nodes[inode]!.seenTag = older
+        } else {
+            state.nodes[inode]!.seenTag = tag
+            state.nodes[inode]!.seenIsOutdated = false
+        }
         fitBudget(&state, sparing: inode)
     }
 
@@ -51,6 +58,7 @@ extension NoteTree {
             throw Errno.of(error)
         }
         node.size = record.size
+        if node.contentDirty { node.seenIsOutdated = false }  // (the save carries the stale base now)
         node.contentDirty = false
         state.nodes[inode] = node
     }
@@ -76,6 +84,7 @@ extension NoteTree {
         if !waited { onFailure = { @Sendable [weak self] (error: ReplicaError) -> Void in self?.saveFailed(inode, key: key, error) } }
         let ticket = replica.saveLocalLater(record, content: content, durable: durable, base: node.contentDirty ? node.staleBase : nil, onFailure: onFailure)
         node.size = record.size
+        if node.contentDirty { node.seenIsOutdated = false }  // (the save carries the stale base now)
         node.contentDirty = false
         state.nodes[inode] = node
         state.saving[inode] = ticket

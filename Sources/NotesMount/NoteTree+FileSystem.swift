@@ -359,6 +359,7 @@ extension NoteTree: FileSystem {
         try locked { state throws(Failure) in
             guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
             try loadContent(&state, inode)
+            state.handles.noteRead(handle, tag: state.nodes[inode]!.loadedTag, fromStart: offset == 0)
             return try state.contents.read(inode, offset: offset, size: size)
         }
     }

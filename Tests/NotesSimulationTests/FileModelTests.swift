@@ -111,6 +111,39 @@ import Testing
         #expect(left.isEmpty)
     }
 
+    /// Found by the soak (`OfflineTests.randomizedSoakLosesNoLine`, seed 338145, beside
+    /// stress-ng): `sed -i` read the note, the other side's version came in while sed still
+    /// had it open, sed's read at the end loaded that version, and sed's rename over the
+    /// note then claimed it as its base, so notesd took the save and the other side's line
+    /// was lost. The save must carry the version sed read, for notesd to refuse it as stale
+    /// and the mount to merge.
+    @Test func aRenameOverANoteCarriesTheVersionItsReaderReadThoughANewerOneCameMeanwhile() throws {
+        // Given a note at version 5, opened and read by `sed -i`
+        try page([record("three", .note, parent: nil, seq: 5)], token: "t5")
+        let top = try tree.lookup(parent: 2, name: zone.name).inode
+        let note = try tree.lookup(parent: top, name: "three.md").inode
+        let reader = try tree.open(note, mode: OpenMode(flags: O_RDONLY))
+        let read = try tree.read(note, handle: reader, offset: 0, size: 4096)
+        #expect(read == Array("three".utf8))
+        // When version 7 comes while sed has it open, and sed's read at the end loads it
+        var newer = record("three", .note, parent: nil, seq: 7)
+        newer.body = "the other side's line\nthree"
+        try page([newer], token: "t7")
+        _ = try tree.read(note, handle: reader, offset: read.count, size: 4096)
+        // and sed writes its file, closes the note and renames its file over it
+        let (temp, handle) = try tree.create(parent: top, name: "sedAb12Cd", mode: OpenMode(flags: O_WRONLY))
+        _ = try Array("sed's line\nthree".utf8).withUnsafeBytes { try tree.write(temp.inode, handle: handle, offset: 0, bytes: $0) }
+        try tree.flush(temp.inode, handle: handle)
+        tree.release(temp.inode, handle: handle)
+        tree.release(note, handle: reader)
+        try tree.rename(parent: top, name: "sedAb12Cd", newParent: top, newName: "three.md", noReplace: false)
+        replica.waitForQueuedWrites()
+
+        // Then the change queued for the note is based on version 5, the one sed read
+        let queued = try #require(try replica.load().records.first { $0.recordName == "three" })
+        #expect(queued.dirty > 0 && queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"), dirty \(queued.dirty)")
+    }
+
     @Test func aNoteUnlinkedAndMadeAgainWithinTheWindowOfTheTreesClockIsTheSameNote() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("clock-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -117,6 +117,7 @@ Z='{"owner":"'$OWNER'","name":"_defaultZone"}'
 W='{"owner":"'$OWNER'","name":"work"}'
 BOB_TOKEN=$(api POST /v1/accounts '{"name":"bob","email":"bob@example.com"}' | json token)  # a second account
 api POST /v1/accounts '{"name":"carol"}' >/dev/null                      # an account to disable and enable
+api POST /v1/accounts '{"name":"dave"}' >/dev/null                       # an account to delete
 DOOMED_TOKEN=$(api POST /v1/accounts/carol/tokens '{"label":"to revoke"}' | json id)  # a token to revoke
 api POST /v1/zones '{"name":"work"}' >/dev/null
 api POST /v1/zones '{"name":"scratch"}' >/dev/null
@@ -196,6 +197,14 @@ parameters = { "path.name" = "bob" }
 [[operations]]
 include-operation-id = "updateAccount"
 parameters = { "path.name" = "carol" }
+
+# The fixture account can be deleted once; later deletions of it are 404 by design (and
+# the stateful phase would chain createAccount's new name to a path fixed to dave).
+[[operations]]
+include-operation-id = "deleteAccount"
+parameters = { "path.name" = "dave" }
+checks = { ensure_resource_availability = { enabled = false } }
+phases = { stateful = { enabled = false } }
 
 # The fixture token can be revoked once; later revocations of it are 404 by design.
 [[operations]]

@@ -30,6 +30,11 @@ extension NotesClient {
         try await call(.PATCH, "/v1/accounts/\(name)", body: API.UpdateAccount(disabled: disabled), as: Account.self)
     }
 
+    /// Deletes an account with its zones and tokens (the admin's call).
+    public func deleteAccount(_ name: String) async throws(NotesError) -> API.AccountDeleted {
+        try await call(.DELETE, "/v1/accounts/\(name)", body: Optional<API.Done>.none, as: API.AccountDeleted.self)
+    }
+
     /// The caller's own tokens, or with `account` another account's (the admin's call).
     public func tokens(of account: String? = nil) async throws(NotesError) -> [TokenInfo] {
         try await get(account.map { "/v1/accounts/\($0)/tokens" } ?? "/v1/tokens", as: API.Tokens.self).tokens

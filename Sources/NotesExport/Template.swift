@@ -32,21 +32,49 @@ public enum Template {
     /// others wrote. (Public pages send the same policy as a header too.)
     public static let contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
 
-    static func head(title: String, root: String) -> String {
+    /// The policy of the page that asks for a link's password: as above, but its one
+    /// form may post back to the same server.
+    public static let passwordPagePolicy = "default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+    static func head(title: String, root: String, policy: String = contentSecurityPolicy, nav: Bool = true) -> String {
         """
         <!DOCTYPE html>
         <html lang="en">
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta http-equiv="Content-Security-Policy" content="\(contentSecurityPolicy)">
+        <meta http-equiv="Content-Security-Policy" content="\(policy)">
         <title>\(escape(title))</title>
         <link rel="stylesheet" href="\(root)style.css">
         </head>
         <body>
-        <nav><a href="\(root)index.html">Index</a></nav>
-
+        \(nav ? "<nav><a href=\"\(root)index.html\">Index</a></nav>\n" : "")
         """
+    }
+
+    /// What a public link with a password shows until the password is given: one field,
+    /// posted back to the address asked for. It names nothing of the share; `message`
+    /// says why the last try failed.
+    public static func passwordPage(message: String?, root: String) -> String {
+        var body = """
+            <main>
+            <h1>This link needs a password</h1>
+            <p>The notes behind this link are protected by a password. Ask the person who sent you the link for it.</p>
+
+            """
+        if let message { body += "<p class=\"error\" role=\"alert\"><strong>\(escape(message))</strong></p>\n" }
+        body += """
+            <form method="post">
+            <p><label for="password">Password</label><br>
+            <input type="password" id="password" name="password" autocomplete="current-password" required autofocus>
+            <button type="submit">Open</button></p>
+            </form>
+            </main>
+            </body>
+            </html>
+
+            """
+        return head(title: "Password needed", root: root, policy: passwordPagePolicy, nav: false) + body
     }
 
     /// A note's page; `root` leads from the page to the site's root (`../`, or an absolute path).

@@ -32,6 +32,25 @@ public enum API {
         public init(accounts: [Account]) { self.accounts = accounts }
     }
 
+    /// What deleting an account took away (`DELETE /v1/accounts/NAME`).
+    public struct AccountDeleted: Codable, Sendable, Equatable {
+        public var name: String
+        /// Its zones, deleted with every record and version in them.
+        public var zones: Int
+        public var records: Int
+        /// Its shares, stopped: their participants lose them.
+        public var sharesStopped: Int
+        /// Others' shares it took part in, which it left.
+        public var sharesLeft: Int
+        public init(name: String, zones: Int, records: Int, sharesStopped: Int, sharesLeft: Int) {
+            self.name = name
+            self.zones = zones
+            self.records = records
+            self.sharesStopped = sharesStopped
+            self.sharesLeft = sharesLeft
+        }
+    }
+
     /// The admin's change to an account: only `disabled` for now.
     public struct UpdateAccount: Codable, Sendable {
         public var disabled: Bool

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Everything the daemon persists, behind one protocol so that SQLite and PostgreSQL
 /// implementations can run the same conformance tests.
 ///
@@ -30,6 +32,10 @@ public protocol RecordStore: Sendable {
     func revokeToken(id: String, owner: String?) async throws(NotesError) -> TokenInfo
     /// Disables or enables an account (the admin's decision, made in the controller).
     func setAccountDisabled(_ name: String, _ disabled: Bool) async throws(NotesError) -> Account
+    /// Deletes an account in one transaction: its zones with every record and version,
+    /// its tokens; its shares stop (participants are told) and it leaves others' shares.
+    /// What it wrote in others' zones keeps its name as the author.
+    func deleteAccount(_ name: String) async throws(NotesError) -> API.AccountDeleted
     /// Bytes the account's zones hold (records and kept versions), and its quota.
     func usage(of account: String) async throws(NotesError) -> (used: Int64, quota: Int64?)
     /// Throws `serviceUnavailable` unless the database answers and holds the schema this
@@ -84,15 +90,27 @@ public protocol RecordStore: Sendable {
     func acceptShare(urlToken: String, password: String?, actor: String, client: String?) async throws(NotesError) -> Share
     func leaveShare(id: String, actor: String) async throws(NotesError)
     /// What anyone may read at a share URL: the share and its records (names and tags, no
-    /// content), when its public permission is not `none`, the link has not expired and
-    /// needs no password; otherwise `unknownItem`, exactly as for a token that does not exist.
-    func publicShare(urlToken: String) async throws(NotesError) -> (share: Share, records: [Record])
+    /// content), when its public permission is not `none` and the link has not expired;
+    /// otherwise `unknownItem`, exactly as for a token that does not exist. A link with a
+    /// password also needs `pass`, made by `unlockPublicLink` (else `notAuthenticated`).
+    func publicShare(urlToken: String, pass: String?) async throws(NotesError) -> (share: Share, records: [Record])
     /// One record of a public share, with its content, under the same rules.
-    func publicRecord(urlToken: String, recordName: String) async throws(NotesError) -> Record
+    func publicRecord(urlToken: String, recordName: String, pass: String?) async throws(NotesError) -> Record
+    /// Checks a public link's password (counted as `acceptShare` counts wrong ones, per
+    /// link and per `client`) and returns a pass for its pages and when it ends; `nil`
+    /// when the link needs no password. Unknown, private or expired links: `unknownItem`.
+    func unlockPublicLink(urlToken: String, password: String, client: String?) async throws(NotesError) -> (pass: String, expires: Date)?
     func stopShare(id: String, actor: String) async throws(NotesError)
+    /// Adds views to public links' counts, by URL token (unknown tokens are skipped).
+    func countPublicViews(_ views: [String: Int]) async throws(NotesError)
 }
 
 extension RecordStore {
+    /// A public link's share, for a visitor without a pass.
+    public func publicShare(urlToken: String) async throws(NotesError) -> (share: Share, records: [Record]) {
+        try await publicShare(urlToken: urlToken, pass: nil)
+    }
+
     /// Every version of a record, newest first, read page by page.
     public func versions(of recordName: String, in zone: ZoneID, actor: String) async throws(NotesError) -> [RecordVersion] {
         var all: [RecordVersion] = []

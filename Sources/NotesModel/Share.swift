@@ -66,12 +66,16 @@ public struct Share: Sendable, Codable, Equatable {
     public var publicExpiresAt: Date?
     /// Accepting through the public link needs a password.
     public var passwordProtected: Bool?
+    /// Pages and files served at the public link since it was made (or its URL last
+    /// rotated). Counted in batches, so it may trail the last few views by a moment.
+    public var publicViews: Int?
 
     public init(
         id: String, zone: ZoneID, rootRecordName: String?, title: String, publicPermission: PublicPermission,
         urlToken: String, url: String? = nil, participants: [Participant], createdAt: Date,
-        publicExpiresAt: Date? = nil, passwordProtected: Bool? = nil
+        publicExpiresAt: Date? = nil, passwordProtected: Bool? = nil, publicViews: Int? = nil
     ) {
+        self.publicViews = publicViews
         self.publicExpiresAt = publicExpiresAt
         self.passwordProtected = passwordProtected
         self.id = id

@@ -180,10 +180,14 @@ package enum ShareRules {
 
     package static let noPublicPage = NotesError(.unknownItem, "There is no public page at this address.")
 
-    /// Whether anyone may read a public link now: public, no password, not expired.
-    package static func checkPublicLink(publicPermission: String, hasPassword: Bool, expiresAt: Double?, now: Date) throws(NotesError) {
-        guard publicPermission != PublicPermission.none.rawValue, !hasPassword,
-              expiresAt.map({ now.timeIntervalSince1970 < $0 }) ?? true
+    /// A public link with a password, asked for without a pass: its pages ask for the password.
+    package static let publicPagePasswordNeeded = NotesError(.notAuthenticated, "This link needs a password; ask its owner for it.")
+
+    /// Whether anyone may read a public link now: public and not expired, and without a
+    /// password or `unlocked` (the visitor showed a pass made with it, see `LinkPass`).
+    package static func checkPublicLink(publicPermission: String, hasPassword: Bool, unlocked: Bool, expiresAt: Double?, now: Date) throws(NotesError) {
+        guard publicPermission != PublicPermission.none.rawValue, expiresAt.map({ now.timeIntervalSince1970 < $0 }) ?? true
         else { throw noPublicPage }
+        if hasPassword && !unlocked { throw publicPagePasswordNeeded }
     }
 }

@@ -185,6 +185,9 @@ enum PostgresMigrations {
             -- when two were issued at the same time.
             ALTER TABLE tokens ADD COLUMN issued BIGINT GENERATED ALWAYS AS IDENTITY;
             """),
+        Migration(version: 3, name: "views of public links", sql: """
+            ALTER TABLE shares ADD COLUMN public_views BIGINT NOT NULL DEFAULT 0;
+            """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared

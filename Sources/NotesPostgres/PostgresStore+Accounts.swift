@@ -119,6 +119,46 @@ extension PostgresStore {
         }
     }
 
+    public func deleteAccount(_ name: String) async throws(NotesError) -> API.AccountDeleted {
+        try await write { context in
+            let sql = context.sql
+            guard try await sql.exists("SELECT 1 FROM accounts WHERE name = \(name) FOR UPDATE") else {
+                throw NotesError(.unknownItem, "\(name) is not an account on this server.")
+            }
+            let zones = try await sql.column("SELECT name FROM zones WHERE owner = \(name)", as: String.self)
+            let records = try await sql.value("SELECT COUNT(*) FROM records WHERE owner = \(name)", as: Int64.self) ?? 0
+            var stopped = 0
+            let writer = PostgresShareWriter(context: context)
+            for zone in zones.map({ ZoneID(owner: name, name: $0) }) {
+                for shareID in try await sql.column("SELECT id FROM shares WHERE owner = \(zone.owner) AND zone = \(zone.name) AND NOT stopped", as: String.self) {
+                    try await writer.stop(shareID: shareID, zone: zone)
+                    stopped += 1
+                }
+            }
+            try await sql.execute("DELETE FROM records WHERE owner = \(name)")
+            try await sql.execute("DELETE FROM tombstones WHERE owner = \(name)")
+            try await sql.execute("DELETE FROM versions WHERE owner = \(name)")
+            try await sql.execute("DELETE FROM zone_tombstones WHERE owner = \(name)")
+            try await sql.execute("DELETE FROM zones WHERE owner = \(name)")
+            // Others' shares it took part in: it leaves them, and their owners are told.
+            let joined = try await sql.rows("""
+                SELECT s.owner, s.zone, COUNT(*) FROM participants p JOIN shares s ON s.id = p.share_id
+                WHERE p.account = \(name) AND p.role != 'owner' AND p.status != 'removed' AND NOT s.stopped
+                GROUP BY s.owner, s.zone
+                """).map { row in try row.decode((String, String, Int64).self) }
+            try await sql.execute("""
+                UPDATE participants SET status = 'removed', changed_seq = \(context.nextSeq())
+                WHERE account = \(name) AND role != 'owner' AND status != 'removed'
+                """)
+            for (owner, zone, _) in joined { context.notices.insert(ChangeNotice(account: owner, scope: .private, zone: ZoneID(owner: owner, name: zone))) }
+            try await sql.execute("DELETE FROM usage WHERE owner = \(name)")
+            // (its tokens go with it: ON DELETE CASCADE)
+            try await sql.execute("DELETE FROM accounts WHERE name = \(name)")
+            return API.AccountDeleted(name: name, zones: zones.count, records: Int(records), sharesStopped: stopped,
+                                      sharesLeft: Int(joined.reduce(0) { $0 + $1.2 }))
+        }
+    }
+
     static func tokenInfo(from row: PostgresRow) throws -> TokenInfo {
         let (id, account, label, createdAt, expiresAt) = try row.decode((String, String, String?, Double, Double?).self)
         return TokenInfo(id: id, account: account, label: label, createdAt: Date(stored: createdAt), expiresAt: expiresAt.map { Date(stored: $0) })

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import NotesModel
 import NotesStore
 import PostgresNIO
@@ -93,7 +93,7 @@ extension PostgresStore {
                 }
             }
             if update.rotateURL == true {
-                try await sql.execute("UPDATE shares SET url_token = \(SecureRandom.token(bytes: 32)) WHERE id = \(id)")
+                try await sql.execute("UPDATE shares SET url_token = \(SecureRandom.token(bytes: 32)), public_views = 0 WHERE id = \(id)")
             }
             if let seconds = update.publicExpiresIn {
                 let expiry: Double? = seconds > 0 ? context.now.addingTimeInterval(seconds).storedValue : nil
@@ -167,10 +167,10 @@ extension PostgresStore {
         }
     }
 
-    public func publicShare(urlToken: String) async throws(NotesError) -> (share: Share, records: [Record]) {
+    public func publicShare(urlToken: String, pass: String?) async throws(NotesError) -> (share: Share, records: [Record]) {
         let now = clock()
         return try await read { sql in
-            let share = try await Self.publicLink(sql, urlToken: urlToken, now: now)
+            let share = try await Self.publicLink(sql, urlToken: urlToken, pass: pass, now: now)
             // Names and tags only: a visitor's request reads the one note it shows
             // (`publicRecord`), not the content of every note in the share.
             let records = try await sql.rows("""
@@ -181,10 +181,10 @@ extension PostgresStore {
         }
     }
 
-    public func publicRecord(urlToken: String, recordName: String) async throws(NotesError) -> Record {
+    public func publicRecord(urlToken: String, recordName: String, pass: String?) async throws(NotesError) -> Record {
         let now = clock()
         return try await read { sql in
-            let share = try await Self.publicLink(sql, urlToken: urlToken, now: now)
+            let share = try await Self.publicLink(sql, urlToken: urlToken, pass: pass, now: now)
             guard let record = try await PostgresRecords.fetch(sql, recordName, in: share.zone), record.shareID == share.id else {
                 throw ShareRules.noPublicPage
             }
@@ -192,16 +192,32 @@ extension PostgresStore {
         }
     }
 
-    /// The share behind a public link that anyone may read now; otherwise the same 404
-    /// as for a token that does not exist.
-    static func publicLink(_ sql: SQL, urlToken: String, now: Date) async throws -> Share {
+    public func unlockPublicLink(urlToken: String, password: String, client: String?) async throws(NotesError) -> (pass: String, expires: Date)? {
+        try await PasswordAttempts.unlock(password, urlToken: urlToken, client: client, store: self)
+    }
+
+    /// The share behind a public link that anyone may read now (with `pass`, if it has a
+    /// password); otherwise the same 404 as for a token that does not exist.
+    static func publicLink(_ sql: SQL, urlToken: String, pass: String?, now: Date) async throws -> Share {
         guard let link = try await sql.row("""
-            SELECT id, public_permission, public_expires_at, password_hash IS NOT NULL FROM shares WHERE url_token = \(urlToken) AND NOT stopped
+            SELECT id, public_permission, public_expires_at, password_hash FROM shares WHERE url_token = \(urlToken) AND NOT stopped
             """)
         else { throw ShareRules.noPublicPage }
-        let (id, publicPermission, expiresAt, hasPassword) = try link.decode((String, String, Double?, Bool).self)
-        try ShareRules.checkPublicLink(publicPermission: publicPermission, hasPassword: hasPassword, expiresAt: expiresAt, now: now)
+        let (id, publicPermission, expiresAt, hash) = try link.decode((String, String, Double?, Data?).self)
+        let unlocked = hash.map { LinkPass.isValid(pass, urlToken: urlToken, passwordHash: $0, now: now) } ?? false
+        try ShareRules.checkPublicLink(publicPermission: publicPermission, hasPassword: hash != nil, unlocked: unlocked, expiresAt: expiresAt, now: now)
         return try await loadShare(sql, id: id)
+    }
+
+    public func countPublicViews(_ views: [String: Int]) async throws(NotesError) {
+        guard !views.isEmpty else { return }
+        let tokens = Array(views.keys), counts = tokens.map { Int64(views[$0] ?? 0) }
+        try await write(sequenced: false) { context in
+            try await context.sql.execute("""
+                UPDATE shares SET public_views = public_views + v.count
+                FROM unnest(\(tokens)::text[], \(counts)::bigint[]) AS v(token, count) WHERE shares.url_token = v.token
+                """)
+        }
     }
 
     public func leaveShare(id: String, actor: String) async throws(NotesError) {
@@ -233,14 +249,14 @@ extension PostgresStore {
 
     static func loadShare(_ sql: SQL, id: String) async throws -> Share {
         guard let row = try await sql.row("""
-            SELECT owner, zone, root_record, title, public_permission, url_token, created_at, public_expires_at, password_hash IS NOT NULL
+            SELECT owner, zone, root_record, title, public_permission, url_token, created_at, public_expires_at, password_hash IS NOT NULL, public_views
             FROM shares WHERE id = \(id) AND NOT stopped
             """)
         else {
             throw ShareRules.noSuchShare(id)
         }
-        let (owner, zone, root, title, publicPermission, urlToken, createdAt, expiresAt, hasPassword) =
-            try row.decode((String, String, String?, String, String, String, Double, Double?, Bool).self)
+        let (owner, zone, root, title, publicPermission, urlToken, createdAt, expiresAt, hasPassword, views) =
+            try row.decode((String, String, String?, String, String, String, Double, Double?, Bool, Int64).self)
         let participants = try await sql.rows("SELECT account, email, role, permission, status FROM participants WHERE share_id = \(id) ORDER BY position").map { row in
             let (account, email, role, permission, status) = try row.decode((String?, String?, String, String, String).self)
             return ShareRules.participant(account: account, email: email, role: role, permission: permission, status: status)
@@ -248,7 +264,7 @@ extension PostgresStore {
         return Share(id: id, zone: ZoneID(owner: owner, name: zone), rootRecordName: root, title: title,
                      publicPermission: PublicPermission(rawValue: publicPermission) ?? .none, urlToken: urlToken,
                      participants: participants, createdAt: Date(stored: createdAt),
-                     publicExpiresAt: expiresAt.map(Date.init(stored:)), passwordProtected: hasPassword)
+                     publicExpiresAt: expiresAt.map(Date.init(stored:)), passwordProtected: hasPassword, publicViews: Int(views))
     }
 
     static func insertParticipant(_ sql: SQL, shareID: String, account: String?, email: String?, role: ParticipantRole,

@@ -43,6 +43,22 @@ struct AccountController {
             context.logger.notice(account.isDisabled ? "account disabled" : "account enabled", metadata: ["account": "\(name)"])
             return JSONResponse.make(account)
         }
+        group.delete("accounts/:name") { _, context in
+            try requireAdmin(context)
+            let name = try context.parameters.require("name")
+            if name == context.identity?.account?.name {
+                throw NotesError(.invalidArguments, "You cannot delete your own account; another admin can.")
+            }
+            let deleted = try await store.deleteAccount(name)
+            // Gone from now on: no cached identity may outlive this, and its open event streams end at once.
+            peers.forget(account: name)
+            notifier.endStreams(account: name)
+            context.logger.notice("account deleted", metadata: [
+                "account": "\(name)", "zones": "\(deleted.zones)", "records": "\(deleted.records)",
+                "sharesStopped": "\(deleted.sharesStopped)", "sharesLeft": "\(deleted.sharesLeft)",
+            ])
+            return JSONResponse.make(deleted)
+        }
         group.get("accounts/:name/tokens") { _, context in
             try requireAdmin(context)
             let name = try context.parameters.require("name")

@@ -53,7 +53,11 @@ public struct NotesAPI: Sendable {
             try await store.checkReady()
             return JSONResponse.make(["status": "ready"])
         }
-        PublicPageController(store: store, renderer: renderer).addRoutes(to: router)
+        // Behind an https:// public URL (TLS here or at a proxy), the link cookie is Secure.
+        PublicPageController(
+            store: store, renderer: renderer, clients: clients, secureCookies: publicURL.lowercased().hasPrefix("https://"),
+            views: PublicViewCounter(store: store))
+            .addRoutes(to: router)
         let peers = PeerAccountCache()
         let identify = IdentityMiddleware(store: store, peers: peers, clients: clients)
         if let metrics {

@@ -6,11 +6,21 @@ import NotesModel
 
 /// Public share pages: a share whose public permission is not `none` is served at its
 /// URL as the same HTML that `notes export` writes, read-only, to anyone. A private
-/// share, an expired or password-protected link, and an unknown token all answer the
-/// same 404. Pages forbid scripts through their Content-Security-Policy.
+/// share, an expired link and an unknown token all answer the same 404. A link with a
+/// password first shows a page that asks for it; the right password, posted back, sets
+/// a cookie scoped to the link (`LinkPass` in the store) that opens its pages from then
+/// on. Pages forbid scripts through their Content-Security-Policy.
 struct PublicPageController {
     let store: any RecordStore
     let renderer: any NoteRendering
+    /// Who is guessing a link's password, for the store's count of wrong ones.
+    let clients: ClientAddress
+    /// Cookies carry `Secure` when notesd serves TLS.
+    let secureCookies: Bool
+    /// Each page or file served counts as a view of its link.
+    let views: PublicViewCounter
+    /// The cookie that holds a link's pass (one per link: its path is the link's).
+    static let passCookie = "notes_link_pass"
     /// Pages rendered once per record version.
     let cache = RenderCache()
     /// Notes' titles for indexes, once per record version.
@@ -32,11 +42,124 @@ struct PublicPageController {
             // for a note named "My plan.md"): compare them as names.
             try await serve(request, context, path: context.parameters.getCatchAll().map { $0.removingPercentEncoding ?? String($0) })
         }
+        router.post("s/:token") { request, context in try await unlock(request, context) }
+        router.post("s/:token/**") { request, context in try await unlock(request, context) }
     }
 
     func serve(_ request: Request, _ context: NotesRequestContext, path: [String]) async throws -> Response {
         guard let token = context.parameters.get("token") else { throw NotesError(.unknownItem, "There is no public page at this address.") }
-        let (share, records) = try await store.publicShare(urlToken: token)
+        let pass = Self.cookie(Self.passCookie, in: request)
+        let site: (share: Share, records: [Record])
+        switch await publicShare(token, pass: pass) {
+        case .success(let found): site = found
+        case .failure(let error) where error.code == .notAuthenticated:
+            // A link with a password: its stylesheet is served, every other path asks.
+            if path == ["style.css"] { return Self.answer(PublicSite.stylesheet) }
+            return passwordPage(token: token, status: .ok, message: nil)
+        case .failure(let error): throw error
+        }
+        return try await serve(request, token: token, pass: pass, site: site, path: path)
+    }
+
+    /// The store's answer as a value, so that the password case can be told apart.
+    private func publicShare(_ token: String, pass: String?) async -> Result<(share: Share, records: [Record]), NotesError> {
+        do {
+            return .success(try await store.publicShare(urlToken: token, pass: pass))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The password posted from the page that asks for it: right, and the browser gets
+    /// the link's cookie and goes back (303) to the address it asked for; wrong, or too
+    /// many wrong, and the page asks again saying so.
+    func unlock(_ request: Request, _ context: NotesRequestContext) async throws -> Response {
+        guard let token = context.parameters.get("token") else { throw NotesError(.unknownItem, "There is no public page at this address.") }
+        let body = try await request.body.collect(upTo: 4_096)
+        guard let password = Self.formField("password", in: String(buffer: body)) else {
+            return passwordPage(token: token, status: .badRequest, message: "Type the password, then press Open.")
+        }
+        let unlocked: (pass: String, expires: Date)?
+        switch await unlockLink(token, password: password, client: clients.of(request, channel: context.channel)) {
+        case .success(let result): unlocked = result
+        case .failure(let error) where error.code == .permissionFailure:
+            return passwordPage(token: token, status: .forbidden, message: "That is not the password of this link. Check it and try again.")
+        case .failure(let error) where error.code == .requestRateLimited:
+            var response = passwordPage(token: token, status: .tooManyRequests, message: error.message)
+            if let wait = error.retryAfter { response.headers[.retryAfter] = String(wait) }
+            return response
+        case .failure(let error) where error.code == .invalidArguments:
+            return passwordPage(token: token, status: .badRequest, message: error.message)
+        case .failure(let error): throw error
+        }
+        var headers: HTTPFields = [.location: request.uri.path, .cacheControl: "no-store"]
+        if let unlocked {
+            headers[.setCookie] = Self.setCookie(pass: unlocked.pass, token: token, expires: unlocked.expires, secure: secureCookies)
+        }
+        return Response(status: .seeOther, headers: headers)
+    }
+
+    private func unlockLink(_ token: String, password: String, client: String?) async -> Result<(pass: String, expires: Date)?, NotesError> {
+        do {
+            return .success(try await store.unlockPublicLink(urlToken: token, password: password, client: client))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func passwordPage(token: String, status: HTTPResponse.Status, message: String?) -> Response {
+        var headers = Self.securityHeaders
+        headers[.contentSecurityPolicy] = Template.passwordPagePolicy
+        headers[.contentType] = "text/html; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        let html = Template.passwordPage(message: message, root: "/s/\(token)/")
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// The cookie that carries a link's pass: only for this link's pages, never to
+    /// scripts (there are none) or other sites, and gone when the pass ends.
+    static func setCookie(pass: String, token: String, expires: Date, secure: Bool) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let maxAge = max(0, Int(expires.timeIntervalSinceNow.rounded(.down)))
+        return "\(passCookie)=\(pass); Path=/s/\(token); Expires=\(formatter.string(from: expires)); Max-Age=\(maxAge); HttpOnly; SameSite=Strict"
+            + (secure ? "; Secure" : "")
+    }
+
+    /// A cookie's value from the request's `Cookie` headers.
+    static func cookie(_ name: String, in request: Request) -> String? {
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
+                    return parts[1].trimmingCharacters(in: .whitespaces)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// A field of an `application/x-www-form-urlencoded` body (`+` is a space).
+    static func formField(_ name: String, in body: String) -> String? {
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0] == name else { continue }
+            let value = parts[1].replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+            return value?.isEmpty == false ? value : nil
+        }
+        return nil
+    }
+
+    static func answer(_ answer: PublicSite.Answer) -> Response {
+        var headers = Self.securityHeaders
+        headers[.contentType] = answer.contentType
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    func serve(_ request: Request, token: String, pass: String?, site found: (share: Share, records: [Record]), path: [String]) async throws -> Response {
+        let (share, records) = found
         let site = PublicSite(share: share, records: records, base: "/s/\(token)/")
         if path.isEmpty && !request.uri.path.hasSuffix("/") && site.rootIsFolder {
             // Relative links inside the pages need the folder's trailing slash.
@@ -48,26 +171,26 @@ struct PublicPageController {
         let answer: PublicSite.Answer
         switch target {
         case .answer(let ready):
-            answer = ready
+            // (the stylesheet: part of every view, not one of its own)
+            return Self.answer(ready)
         case .index(let folder, let path):
-            answer = site.index(folder, path: path, titles: try await titles(of: site.children[folder] ?? [], token: token))
+            answer = site.index(folder, path: path, titles: try await titles(of: site.children[folder] ?? [], token: token, pass: pass))
         case .page(let note):
-            answer = site.page(note, rendered: try await rendered(note, token: token))
+            answer = site.page(note, rendered: try await rendered(note, token: token, pass: pass))
         case .markdown(let note):
-            let full = try await store.publicRecord(urlToken: token, recordName: note.recordName)
+            let full = try await store.publicRecord(urlToken: token, recordName: note.recordName, pass: pass)
             answer = PublicSite.Answer(contentType: "text/markdown; charset=utf-8", body: Array((full.body ?? "").utf8))
         case .file(let file):
-            let full = try await store.publicRecord(urlToken: token, recordName: file.recordName)
+            let full = try await store.publicRecord(urlToken: token, recordName: file.recordName, pass: pass)
             answer = PublicSite.Answer(contentType: PublicSite.contentType(file.name), body: [UInt8](full.bytes ?? Data()))
         }
-        var headers = Self.securityHeaders
-        headers[.contentType] = answer.contentType
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        views.count(token)
+        return Self.answer(answer)
     }
 
     /// The titles of the notes among `records` (as an index lists them), by record name:
     /// each version's title read once, then kept.
-    func titles(of records: [Record], token: String) async throws -> [String: String] {
+    func titles(of records: [Record], token: String, pass: String?) async throws -> [String: String] {
         var titles: [String: String] = [:]
         for note in records where note.recordType == .note {
             let key = "\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(note.changeTag)"
@@ -75,7 +198,7 @@ struct PublicPageController {
                 if let title = known { titles[note.recordName] = title }
                 continue
             }
-            let full = try await store.publicRecord(urlToken: token, recordName: note.recordName)
+            let full = try await store.publicRecord(urlToken: token, recordName: note.recordName, pass: pass)
             let title = MarkdownTitle.first(in: full.body ?? "")
             self.titles.put("\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(full.changeTag)", title)
             if let title { titles[note.recordName] = title }
@@ -84,10 +207,10 @@ struct PublicPageController {
     }
 
     /// The note's page body, from the cache when this version was rendered before.
-    func rendered(_ note: Record, token: String) async throws -> RenderedNote {
+    func rendered(_ note: Record, token: String, pass: String?) async throws -> RenderedNote {
         let key = "\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(note.changeTag)"
         if let hit = cache.get(key) { return hit }
-        let full = try await store.publicRecord(urlToken: token, recordName: note.recordName)
+        let full = try await store.publicRecord(urlToken: token, recordName: note.recordName, pass: pass)
         let page = await renderer.render(full.body ?? "")
         // The version read may be newer than the listing's; it is cached under its own tag.
         cache.put("\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(full.changeTag)", page)
@@ -137,8 +260,10 @@ struct PublicSite {
         case file(Record)
     }
 
+    static let stylesheet = Answer(contentType: "text/css; charset=utf-8", body: Array(Stylesheet.css.utf8))
+
     func resolve(_ path: [String]) -> Target? {
-        if path == ["style.css"] { return .answer(Answer(contentType: "text/css; charset=utf-8", body: Array(Stylesheet.css.utf8))) }
+        if path == ["style.css"] { return .answer(Self.stylesheet) }
         if let root, root.recordType == .note {
             // A single note is its own index (every page's "Index" link).
             return path.isEmpty || path == [SiteExporter.pagePath(root.name)] || path == ["index.html"] ? .page(root) : nil

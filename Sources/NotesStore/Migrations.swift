@@ -212,6 +212,9 @@ enum Migrations {
                 CREATE INDEX versions_by_age ON versions(modified_at);
                 """)
         }
+        migrator.registerMigration("v7: views of public links") { db in
+            try db.execute(sql: "ALTER TABLE shares ADD COLUMN public_views INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }

@@ -40,6 +40,39 @@ package enum PasswordAttempts {
         return guarded.hash
     }
 
+    /// Checks a password typed on a public link's page and makes the pass its pages take
+    /// (`RecordStore.unlockPublicLink`): wrong guesses are counted as for `verify`, and
+    /// the pass ends with the link (`LinkPass.expiry`). `nil`: the link needs no password.
+    package static func unlock(_ password: String, urlToken: String, client: String?, store: some LinkPasswordStore & RecordStore) async throws(NotesError) -> (pass: String, expires: Date)? {
+        guard password.utf8.count <= 1024 else { throw NotesError(.invalidArguments, "The password is longer than 1,024 bytes.") }
+        // Unknown, private and expired links answer as they do to anyone: not found.
+        switch await readable(urlToken, pass: nil, store: store) {
+        case .success: return nil
+        case .failure(let error) where error.code != .notAuthenticated: throw error
+        case .failure: break
+        }
+        guard let guarded = try await store.passwordOfLink(urlToken) else { throw ShareRules.noPublicPage }
+        let keys = keys(shareID: guarded.shareID, client: client ?? "socket")
+        try await refuseIfOver(store, keys)
+        guard await LinkPasswords.matchesOffThread(password, salt: [UInt8](guarded.salt), hash: [UInt8](guarded.hash)) else {
+            try await store.countPasswordFailure(keys.map(\.key))
+            throw NotesError(.permissionFailure, "That is not the link's password; check it with the person who sent you the link.")
+        }
+        let now = store.now
+        // Read the link again with a pass: this also finds a password changed meanwhile.
+        let share = try await readable(urlToken, pass: LinkPass.make(urlToken: urlToken, passwordHash: guarded.hash, expires: now.addingTimeInterval(60)), store: store).get()
+        let expires = LinkPass.expiry(now: now, linkExpires: share.publicExpiresAt)
+        return (LinkPass.make(urlToken: urlToken, passwordHash: guarded.hash, expires: expires), expires)
+    }
+
+    private static func readable(_ urlToken: String, pass: String?, store: some RecordStore) async -> Result<Share, NotesError> {
+        do {
+            return .success(try await store.publicShare(urlToken: urlToken, pass: pass).share)
+        } catch {
+            return .failure(error)
+        }
+    }
+
     static func refuseIfOver(_ store: some LinkPasswordStore, _ keys: [(key: String, limit: Int)]) async throws(NotesError) {
         let now = store.now.timeIntervalSince1970
         let limits = Dictionary(keys.map { ($0.key, $0.limit) }, uniquingKeysWith: { first, _ in first })

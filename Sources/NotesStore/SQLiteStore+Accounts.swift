@@ -110,6 +110,45 @@ extension SQLiteStore {
         }
     }
 
+    public func deleteAccount(_ name: String) async throws(NotesError) -> API.AccountDeleted {
+        try await write { context in
+            let db = context.db
+            guard try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE name = ?"), arguments: [name]) != nil else {
+                throw NotesError(.unknownItem, "\(name) is not an account on this server.")
+            }
+            let zones = try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM zones WHERE owner = ?"), arguments: [name])
+            let records = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM records WHERE owner = ?"), arguments: [name]) ?? 0
+            var stopped = 0
+            let writer = ShareWriter(context: context)
+            for zone in zones.map({ ZoneID(owner: name, name: $0) }) {
+                for shareID in try String.fetchAll(db.cachedStatement(sql: "SELECT id FROM shares WHERE owner = ? AND zone = ? AND stopped = 0"), arguments: [zone.owner, zone.name]) {
+                    try writer.stop(shareID: shareID, zone: zone)
+                    stopped += 1
+                }
+            }
+            for table in ["records", "tombstones", "versions", "zone_tombstones"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE owner = ?", arguments: [name])
+            }
+            try db.cachedStatement(sql: "DELETE FROM zones WHERE owner = ?").execute(arguments: [name])
+            // Others' shares it took part in: it leaves them, and their owners are told.
+            let joined = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT DISTINCT s.owner, s.zone FROM participants p JOIN shares s ON s.id = p.share_id
+                WHERE p.account = ? AND p.role != 'owner' AND p.status != 'removed' AND s.stopped = 0
+                """), arguments: [name]).map { ZoneID(owner: $0[0], name: $0[1]) }
+            let left = try Int.fetchOne(db.cachedStatement(sql: """
+                SELECT COUNT(*) FROM participants p JOIN shares s ON s.id = p.share_id
+                WHERE p.account = ? AND p.role != 'owner' AND p.status != 'removed' AND s.stopped = 0
+                """), arguments: [name]) ?? 0
+            try db.cachedStatement(sql: "UPDATE participants SET status = 'removed', changed_seq = ? WHERE account = ? AND role != 'owner' AND status != 'removed'")
+                .execute(arguments: [context.nextSeq(), name])
+            for zone in joined { context.notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone)) }
+            try db.cachedStatement(sql: "DELETE FROM usage WHERE owner = ?").execute(arguments: [name])
+            // (its tokens go with it: ON DELETE CASCADE)
+            try db.cachedStatement(sql: "DELETE FROM accounts WHERE name = ?").execute(arguments: [name])
+            return API.AccountDeleted(name: name, zones: zones.count, records: records, sharesStopped: stopped, sharesLeft: left)
+        }
+    }
+
     static func tokenInfo(from row: Row) -> TokenInfo {
         TokenInfo(
             id: row["id"], account: row["account"], label: row["label"], createdAt: Date(stored: row["created_at"]),

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 public import NotesModel
 
@@ -89,7 +89,7 @@ extension SQLiteStore {
                 }
             }
             if update.rotateURL == true {
-                try db.cachedStatement(sql: "UPDATE shares SET url_token = ? WHERE id = ?").execute(arguments: [SecureRandom.token(bytes: 32), id])
+                try db.cachedStatement(sql: "UPDATE shares SET url_token = ?, public_views = 0 WHERE id = ?").execute(arguments: [SecureRandom.token(bytes: 32), id])
             }
             if let seconds = update.publicExpiresIn {
                 let expiry: Double? = seconds > 0 ? context.now.addingTimeInterval(seconds).storedValue : nil
@@ -164,9 +164,9 @@ extension SQLiteStore {
         }
     }
 
-    public func publicShare(urlToken: String) async throws(NotesError) -> (share: Share, records: [NotesModel.Record]) {
+    public func publicShare(urlToken: String, pass: String?) async throws(NotesError) -> (share: Share, records: [NotesModel.Record]) {
         try await read { db in
-            let share = try Self.publicLink(db, urlToken: urlToken, now: self.clock())
+            let share = try Self.publicLink(db, urlToken: urlToken, pass: pass, now: self.clock())
             // Names and tags only: a visitor's request reads the one note it shows
             // (`publicRecord`), not the content of every note in the share.
             let records = try Row.fetchAll(
@@ -180,9 +180,9 @@ extension SQLiteStore {
         }
     }
 
-    public func publicRecord(urlToken: String, recordName: String) async throws(NotesError) -> NotesModel.Record {
+    public func publicRecord(urlToken: String, recordName: String, pass: String?) async throws(NotesError) -> NotesModel.Record {
         try await read { db in
-            let share = try Self.publicLink(db, urlToken: urlToken, now: self.clock())
+            let share = try Self.publicLink(db, urlToken: urlToken, pass: pass, now: self.clock())
             guard let record = try StoredRecord.fetch(db, recordName, in: share.zone), record.shareID == share.id else {
                 throw ShareRules.noPublicPage
             }
@@ -190,14 +190,20 @@ extension SQLiteStore {
         }
     }
 
-    /// The share behind a public link that anyone may read now; otherwise the same 404
-    /// as for a token that does not exist.
-    static func publicLink(_ db: Database, urlToken: String, now: Date) throws -> Share {
+    public func unlockPublicLink(urlToken: String, password: String, client: String?) async throws(NotesError) -> (pass: String, expires: Date)? {
+        try await PasswordAttempts.unlock(password, urlToken: urlToken, client: client, store: self)
+    }
+
+    /// The share behind a public link that anyone may read now (with `pass`, if it has a
+    /// password); otherwise the same 404 as for a token that does not exist.
+    static func publicLink(_ db: Database, urlToken: String, pass: String?, now: Date) throws -> Share {
         guard let link = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT id, public_permission, public_expires_at, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
             arguments: [urlToken])
         else { throw ShareRules.noPublicPage }
-        try ShareRules.checkPublicLink(publicPermission: link[1], hasPassword: (link[3] as Data?) != nil, expiresAt: link[2], now: now)
+        let hash = link[3] as Data?
+        let unlocked = hash.map { LinkPass.isValid(pass, urlToken: urlToken, passwordHash: $0, now: now) } ?? false
+        try ShareRules.checkPublicLink(publicPermission: link[1], hasPassword: hash != nil, unlocked: unlocked, expiresAt: link[2], now: now)
         return try loadShare(db, id: link[0])
     }
 
@@ -208,6 +214,14 @@ extension SQLiteStore {
             try context.db.cachedStatement(sql: "UPDATE participants SET status = 'removed', changed_seq = ? WHERE share_id = ? AND account = ?").execute(arguments: [context.nextSeq(), id, actor])
             context.notices.insert(ChangeNotice(account: actor, scope: .shared, zone: nil))
             context.notices.insert(ChangeNotice(account: share.owner, scope: .private, zone: share.zone))
+        }
+    }
+
+    public func countPublicViews(_ views: [String: Int]) async throws(NotesError) {
+        guard !views.isEmpty else { return }
+        try await write { context in
+            let statement = try context.db.cachedStatement(sql: "UPDATE shares SET public_views = public_views + ? WHERE url_token = ?")
+            for (token, count) in views { try statement.execute(arguments: [count, token]) }
         }
     }
 
@@ -241,7 +255,8 @@ extension SQLiteStore {
         return Share(id: id, zone: ZoneID(owner: row["owner"], name: row["zone"]), rootRecordName: row["root_record"], title: row["title"],
                      publicPermission: PublicPermission(rawValue: row["public_permission"]) ?? .none, urlToken: row["url_token"],
                      participants: participants, createdAt: Date(stored: row["created_at"]),
-                     publicExpiresAt: expiresAt.map(Date.init(stored:)), passwordProtected: passwordHash != nil)
+                     publicExpiresAt: expiresAt.map(Date.init(stored:)), passwordProtected: passwordHash != nil,
+                     publicViews: row["public_views"])
     }
 
     static func insertParticipant(_ db: Database, shareID: String, account: String?, email: String?, role: ParticipantRole,

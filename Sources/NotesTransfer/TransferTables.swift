@@ -68,7 +68,7 @@ struct TransferTable: Sendable {
         TransferTable("shares", [
             ("id", .text), ("owner", .text), ("zone", .text), ("root_record", .text), ("title", .text), ("public_permission", .text),
             ("url_token", .text), ("created_at", .real), ("stopped", .boolean), ("public_expires_at", .real),
-            ("password_salt", .blob), ("password_hash", .blob),
+            ("password_salt", .blob), ("password_hash", .blob), ("public_views", .integer),
         ]),
         TransferTable("participants", [
             ("share_id", .text), ("position", .integer), ("account", .text), ("email", .text), ("role", .text),

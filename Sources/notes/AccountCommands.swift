@@ -28,7 +28,7 @@ struct AccountCommand: AsyncParsableCommand {
               notes account token bob --expires-in 86400
               notes account disable bob
             """,
-        subcommands: [Create.self, List.self, Disable.self, Enable.self, Token.self])
+        subcommands: [Create.self, List.self, Disable.self, Enable.self, Delete.self, Token.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -66,6 +66,48 @@ struct AccountCommand: AsyncParsableCommand {
             try await runReporting {
                 let account = try await options.client().setAccount(name, disabled: true)
                 try options.emit(account) { "\(account.name) is disabled; `notes account enable \(account.name)` lets it in again." }
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete an account for good: its zones with every note and version, its tokens; its shares stop and it leaves others'.",
+            discussion: """
+                Notes the account wrote in others' zones stay, with its name as their author. \
+                There is no undo: disable the account instead to keep its notes (notes account disable NAME). \
+                Without --yes nothing is deleted.
+
+                Example:
+                  notes account delete bob --yes
+                """)
+
+        @Argument(help: "Account name.")
+        var name: String
+
+        @Flag(help: "Delete without asking again.")
+        var yes = false
+
+        @OptionGroup var options: ClientOptions
+
+        func validate() throws {
+            guard yes else {
+                throw ValidationError("""
+                    Deleting \(name) deletes its zones with every note and version in them, and its tokens; \
+                    its shares stop (their participants lose them) and it leaves the shares of others. \
+                    Notes it wrote in others' zones keep \(name) as their author. There is no undo \
+                    (`notes account disable \(name)` keeps everything). Run again with --yes to delete it.
+                    """)
+            }
+        }
+
+        func run() async throws {
+            try await runReporting {
+                let deleted = try await options.client().deleteAccount(name)
+                try options.emit(deleted) {
+                    "\(deleted.name) is deleted: \(deleted.zones) zones with \(deleted.records) notes and folders, "
+                        + "\(deleted.sharesStopped) of its shares stopped, \(deleted.sharesLeft) shares of others left."
+                }
             }
         }
     }

@@ -117,6 +117,7 @@ func describe(_ share: Share) -> String {
         var line = "public: anyone with the URL, \(share.publicPermission == .readWrite ? "read-write" : "read-only")"
         if share.passwordProtected == true { line += ", with a password" }
         if let expiry = share.publicExpiresAt { line += ", until \(ISO8601DateFormatter().string(from: expiry))" }
+        if let views = share.publicViews { line += ", \(views == 1 ? "1 view" : "\(views) views")" }
         lines.append(line)
     }
     lines.append(table([["NAME", "ROLE", "PERMISSION", "STATUS"]] + share.participants.map {

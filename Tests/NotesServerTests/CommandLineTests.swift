@@ -39,7 +39,7 @@ import Testing
         ["share", "--help"], ["invitations", "--help"], ["accept", "--help"], ["participants", "--help"],
         ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["export", "--help"], ["status", "--help"],
         ["account", "--help"], ["account", "list", "--help"], ["account", "disable", "--help"], ["account", "enable", "--help"],
-        ["token", "--help"], ["token", "create", "--help"], ["token", "list", "--help"], ["token", "revoke", "--help"],
+        ["account", "delete", "--help"], ["token", "--help"], ["token", "create", "--help"], ["token", "list", "--help"], ["token", "revoke", "--help"],
         ["show", "--help"], ["diff", "--help"], ["restore", "--help"],
     ])
     func everyCommandHelpHasAnExample(_ arguments: [String]) throws {
@@ -139,6 +139,43 @@ import Testing
         let revoked = try Self.run("notes", ["token", "revoke", issued.token], environment: bob)
         #expect(revoked.status == 0 && revoked.stdout.contains("Revoked \(tokenID)"), "\(revoked)")
         #expect(try Self.run("notes", ["whoami"], environment: bob).status == 77)
+        try await daemon.stop()
+    }
+
+    @Test func anAdminDeletesAnAccountOnlyWithYesAndItsZonesSharesAndTokensGoWithIt() async throws {
+        // Given bob, with a zone of his own (beside his default one) shared with carol, and a token
+        let daemon = try await DaemonProcess.started()
+        let env = ["NOTES_SOCKET": daemon.socket]
+        let admin = daemon.client()
+        var tokens: [String: String] = [:]
+        for name in ["bob", "carol"] {
+            let created = try Self.run("notes", ["account", "create", name, "--json"], environment: env)
+            tokens[name] = try NotesJSON.decoder().decode(API.TokenIssued.self, from: Data(created.stdout.utf8)).token
+        }
+        let bob = daemon.client(token: tokens["bob"]!), carol = daemon.client(token: tokens["carol"]!)
+        let zone = try await bob.createZone(named: "Plans").id
+        _ = try await bob.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "bob's plan")]))
+        let share = try await bob.createShare(NewShare(zone: zone, rootRecordName: "plan", participants: [Invitee(name: "carol", permission: .readOnly)]))
+        _ = try await carol.accept(url: share.urlToken)
+        #expect(try await carol.zones(scope: .shared).map(\.id) == [zone])
+
+        // When the admin asks without --yes, nothing happens and the message says what would
+        let asked = try Self.run("notes", ["account", "delete", "bob"], environment: env)
+        #expect(asked.status == 64 && asked.stderr.contains("--yes") && asked.stderr.contains("keep bob as their author"), "\(asked)")
+        #expect(try Self.run("notes", ["whoami"], environment: env.merging(["NOTES_TOKEN": tokens["bob"]!]) { $1 }).stdout == "bob\n")
+        // and an admin cannot delete their own account
+        let me = try await admin.whoami().name
+        #expect(try Self.run("notes", ["account", "delete", me, "--yes"], environment: env).status == 64)
+
+        // Then with --yes bob goes, with his zone, his share and his token
+        let deleted = try Self.run("notes", ["account", "delete", "bob", "--yes", "--json"], environment: env)
+        let summary = try NotesJSON.decoder().decode(API.AccountDeleted.self, from: Data(deleted.stdout.utf8))
+        #expect(summary == API.AccountDeleted(name: "bob", zones: 2, records: 1, sharesStopped: 1, sharesLeft: 0), "\(deleted)")
+        #expect(try Self.run("notes", ["whoami"], environment: env.merging(["NOTES_TOKEN": tokens["bob"]!]) { $1 }).status == 77)
+        #expect(try await carol.zones(scope: .shared).isEmpty)
+        #expect(!(try Self.run("notes", ["account", "list"], environment: env).stdout.contains("bob")))
+        let again = try Self.run("notes", ["account", "delete", "bob", "--yes"], environment: env)
+        #expect(again.status == 66, "\(again)")
         try await daemon.stop()
     }
 

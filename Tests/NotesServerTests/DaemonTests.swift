@@ -399,7 +399,7 @@ import Testing
             ("PUT", "/v1/shares/sh_anything", "Allow: DELETE, GET, PATCH"),
             ("DELETE", "/v1/accounts/bob/tokens", "Allow: GET, POST"),
             ("GET", "/v1/tokens/some-id", "Allow: DELETE"),
-            ("POST", "/s/some-token/plan.html", "Allow: GET"),
+            ("PUT", "/s/some-token/plan.html", "Allow: GET, POST"),
             ("POST", "/healthz", "Allow: GET"),
         ]
         for (method, path, allow) in cases {
@@ -572,10 +572,10 @@ import Testing
 @Suite struct PublicLinkCrawlTests {
     /// Fetches `start` and every page it links to under `/s/`, once each; the paths that
     /// did not answer 200.
-    static func crawl(_ daemon: DaemonProcess, from start: String) -> (visited: Int, broken: [String]) {
+    static func crawl(_ daemon: DaemonProcess, from start: String, cookie: String? = nil) -> (visited: Int, broken: [String]) {
         var queue = [start], seen: Set<String> = [start], broken: [String] = []
         while let path = queue.popLast() {
-            let answer = Shell.run("curl -s -i --unix-socket '\(daemon.socket)' 'http://localhost\(path)'").stdout
+            let answer = Shell.run("curl -s -i \(cookie.map { "-b '\($0)'" } ?? "") --unix-socket '\(daemon.socket)' 'http://localhost\(path)'").stdout
             guard answer.hasPrefix("HTTP/1.1 200") else { broken.append("\(path): \(answer.prefix(40))"); continue }
             guard answer.contains("Content-Type: text/html") else { continue }
             let base = URL(string: "http://localhost\(path)")!
@@ -620,6 +620,81 @@ import Testing
         let solo = Self.crawl(daemon, from: "/s/\(single.urlToken)")
         #expect(solo.broken.isEmpty, "\(solo.broken)")
         #expect(solo.visited >= 3, "visited \(solo.visited)")
+        try await daemon.stop()
+    }
+
+    /// The link's view count, once it reaches `count` (or after 60 s of waiting, what it is then).
+    static func waitForViews(_ client: NotesClient, share: String, toReach count: Int) async throws -> Int {
+        let clock = ContinuousClock(), deadline = clock.now + .seconds(60)
+        while true {
+            let views = try await client.share(id: share).publicViews ?? -1
+            if views >= count || clock.now > deadline { return views }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    @Test func aPasswordLinkAsksForItThenItsCookieOpensEveryPage() async throws {
+        // Given a folder shared by a public link with a password
+        let daemon = try await DaemonProcess.started()
+        let client = daemon.client()
+        let zone = try await client.createZone(named: "Site").id
+        _ = try await client.modify(ModifyRequest(zone: zone, saves: [
+            RecordSave(recordName: "team", recordType: .folder, name: "Secret plans"),
+            RecordSave(recordName: "plan", recordType: .note, name: "My plan.md", parent: "team", body: "# The plan\n\nSee [more](Sub/more.md).\n"),
+            RecordSave(recordName: "sub", recordType: .folder, name: "Sub", parent: "team"),
+            RecordSave(recordName: "more", recordType: .note, name: "more.md", parent: "sub", body: "# More\n\n[back](../My%20plan.md)\n"),
+        ]))
+        let share = try await client.createShare(NewShare(zone: zone, rootRecordName: "team", publicPermission: .readOnly))
+        _ = try await client.updateShare(id: share.id, ShareUpdate(publicPassword: "open sesame"))
+        let base = "/s/\(share.urlToken)"
+        let curl = { (arguments: String, path: String) in
+            Shell.run("curl -s -i \(arguments) --unix-socket '\(daemon.socket)' 'http://localhost\(path)'").stdout
+        }
+
+        // When a visitor opens it, every page asks for the password and tells nothing of the share
+        for path in ["\(base)/", "\(base)/My%20plan.html", "\(base)/Sub/more.md"] {
+            let ask = curl("", path)
+            #expect(ask.hasPrefix("HTTP/1.1 200") && ask.contains("<input type=\"password\""), "\(path): \(ask.prefix(300))")
+            #expect(ask.contains("form-action 'self'") && !ask.contains("Secret plans") && !ask.contains("The plan"), "\(ask)")
+        }
+        #expect(curl("", "\(base)/style.css").contains("Content-Type: text/css"))
+        // A wrong password is refused, saying so; an empty form asks again
+        let wrong = curl("--data-urlencode 'password=open says me'", "\(base)/My%20plan.html")
+        #expect(wrong.hasPrefix("HTTP/1.1 403") && wrong.contains("That is not the password of this link"), "\(wrong)")
+        #expect(!wrong.contains("Set-Cookie"))
+        #expect(curl("--data ''", "\(base)/").hasPrefix("HTTP/1.1 400"))
+
+        // Then the right one sends the browser back to the page with a cookie for this link only
+        let right = curl("--data-urlencode 'password=open sesame'", "\(base)/My%20plan.html")
+        #expect(right.hasPrefix("HTTP/1.1 303") && right.contains("Location: \(base)/My%20plan.html"), "\(right)")
+        let setCookie = try #require(right.split(separator: "\r\n").first { $0.lowercased().hasPrefix("set-cookie:") }.map(String.init), "\(right)")
+        for attribute in ["Path=\(base);", "HttpOnly", "SameSite=Strict", "Expires="] {
+            #expect(setCookie.contains(attribute), "\(setCookie)")
+        }
+        // (30 days, less the moment the request took)
+        let maxAge = setCookie.components(separatedBy: "Max-Age=").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? 0
+        #expect((2_592_000 - 120)...2_592_000 ~= maxAge, "\(setCookie)")
+        #expect(!setCookie.contains("Secure"), "no TLS here: \(setCookie)")
+        let pair = String(setCookie.dropFirst("Set-Cookie: ".count).split(separator: ";")[0])
+        let page = curl("-b '\(pair)'", "\(base)/My%20plan.html")
+        #expect(page.hasPrefix("HTTP/1.1 200") && page.contains("The plan") && page.contains("form-action 'none'"), "\(page.prefix(400))")
+        // and with it every link of every page resolves
+        let site = Self.crawl(daemon, from: "\(base)/", cookie: pair)
+        #expect(site.broken.isEmpty, "\(site.broken)")
+        #expect(site.visited >= 5, "visited \(site.visited)")
+
+        // Each page and file served counted as one view of the link (the stylesheet and the
+        // password page did not); views are written in batches, so wait for the count
+        let served = (site.visited - 1) + 1  // every path of the crawl but the stylesheet, and the page read above
+        let counted = try await Self.waitForViews(client, share: share.id, toReach: served)
+        #expect(counted == served, "views \(counted), pages served \(served)")
+
+        // A new password ends the cookie: the pages ask again
+        _ = try await client.updateShare(id: share.id, ShareUpdate(publicPassword: "new words"))
+        #expect(curl("-b '\(pair)'", "\(base)/My%20plan.html").contains("<input type=\"password\""))
+        // and a link without a public permission answers 404 to the form as to a page
+        _ = try await client.updateShare(id: share.id, ShareUpdate(publicPermission: PublicPermission.none))
+        #expect(curl("--data-urlencode 'password=new words'", "\(base)/").hasPrefix("HTTP/1.1 404"))
         try await daemon.stop()
     }
 }

@@ -67,10 +67,14 @@ import Testing
             // The share is private: its public page is the same 404 for everyone.
             Operation(id: "publicPage", objects: [.none], request: { w, _ in ("GET", "/s/\(w.share.urlToken)", nil) }, expected: { _, _ in Expected(status: 404) }),
             Operation(id: "publicSitePath", objects: [.none], request: { w, _ in ("GET", "/s/\(w.share.urlToken)/shared.html", nil) }, expected: { _, _ in Expected(status: 404) }),
+            // ... and so is the form that takes a link's password.
+            Operation(id: "unlockPublicPage", objects: [.none], request: { w, _ in ("POST", "/s/\(w.share.urlToken)", "password=x") }, expected: { _, _ in Expected(status: 404) }),
+            Operation(id: "unlockPublicSitePath", objects: [.none], request: { w, _ in ("POST", "/s/\(w.share.urlToken)/shared.html", "password=x") }, expected: { _, _ in Expected(status: 404) }),
             Operation(id: "whoami", objects: [.none], request: { _, _ in ("GET", "/v1/whoami", nil) }, expected: any(200)),
             Operation(id: "listAccounts", objects: [.none], request: { _, _ in ("GET", "/v1/accounts", nil) }, expected: admin()),
             Operation(id: "createAccount", objects: [.none], request: { _, _ in ("POST", "/v1/accounts", #"{"name":"x\#(UInt32.random(in: 0...UInt32.max))"}"#) }, expected: admin()),
             Operation(id: "updateAccount", objects: [.none], request: { _, _ in ("PATCH", "/v1/accounts/frank", #"{"disabled":true}"#) }, expected: admin()),
+            Operation(id: "deleteAccount", objects: [.none], request: { _, _ in ("DELETE", "/v1/accounts/frank", nil) }, expected: admin()),
             Operation(id: "listAccountTokens", objects: [.none], request: { _, _ in ("GET", "/v1/accounts/alice/tokens", nil) }, expected: admin()),
             Operation(id: "issueToken", objects: [.none], request: { _, _ in ("POST", "/v1/accounts/alice/tokens", "{}") }, expected: admin()),
             Operation(id: "usage", objects: [.none], request: { _, _ in ("GET", "/v1/usage", nil) }, expected: any(200)),

@@ -60,9 +60,9 @@ import Testing
         async let a = first.migrate()
         async let b = second.migrate()
         let applied = try await a + b
-        #expect(applied.sorted() == [1, 2], "migrations applied: \(applied)")
+        #expect(applied.sorted() == [1, 2, 3], "migrations applied: \(applied)")
         #expect(try await first.migrate().isEmpty)
-        #expect(try await second.schemaVersion() == 2)
+        #expect(try await second.schemaVersion() == 3)
         let tables = try cluster.psql("SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'", database: PostgresCluster.databaseName(of: url))
         for table in ["accounts", "counters", "participants", "records", "schema_migrations", "shares", "tokens", "usage", "versions", "zones"] {
             #expect(tables.split(separator: ",").contains(Substring(table)), "no table \(table) in \(tables)")

@@ -1,5 +1,6 @@
 import Foundation
 import NotesModel
+import NotesStore
 import Testing
 
 /// The sharing half of the conformance suite: CloudKit's rules, decided by the store.
@@ -265,6 +266,138 @@ import Testing
         // Then 0 removes the expiry, and the link works again
         _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicExpiresIn: 0), actor: Fixture.alice)
         #expect(try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.carol).participant(named: Fixture.carol) != nil)
+    }
+
+    /// A password link's pages open with the pass that the right password earns, and
+    /// with nothing else; the pass ends with the link, its password, its URL or its own
+    /// expiry (all on the store's clock).
+    @Test(arguments: Backend.allCases)
+    func aLinkPasswordEarnsAPassThatEndsWithTheLink(_ backend: Backend) async throws {
+        // Given a public link with a password that expires in 40 days
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "work", publicPermission: .readOnly), actor: Fixture.alice)
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicExpiresIn: 40 * 86_400, publicPassword: "open sesame"), actor: Fixture.alice)
+        let token = share.urlToken
+
+        // When a visitor has no pass, or a forged one, the pages ask for the password
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.publicShare(urlToken: token, pass: nil) }
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.publicShare(urlToken: token, pass: "99999999999.0000") }
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.publicRecord(urlToken: token, recordName: "plan", pass: "garbage") }
+        // and a wrong password earns nothing
+        await f.expectFailure(.permissionFailure) { _ = try await f.store.unlockPublicLink(urlToken: token, password: "open says me", client: "192.0.2.7") }
+
+        // Then the right one earns a pass that opens the pages, for 30 days
+        let unlocked = try #require(try await f.store.unlockPublicLink(urlToken: token, password: "open sesame", client: "192.0.2.7"))
+        #expect(abs(unlocked.expires.timeIntervalSince(f.clock.now) - LinkPass.lifetime) < 1)
+        #expect(try await f.store.publicShare(urlToken: token, pass: unlocked.pass).records.contains { $0.recordName == "plan" })
+        #expect(try await f.store.publicRecord(urlToken: token, recordName: "plan", pass: unlocked.pass).body == "the plan")
+        // and only for this link, and not once it has expired
+        let other = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "inbox", publicPermission: .readOnly), actor: Fixture.alice)
+        _ = try await f.store.updateShare(id: other.id, ShareUpdate(publicPassword: "open sesame"), actor: Fixture.alice)
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.publicShare(urlToken: other.urlToken, pass: unlocked.pass) }
+        f.clock.advance(by: LinkPass.lifetime + 1)
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.publicShare(urlToken: token, pass: unlocked.pass) }
+
+        // A pass made near the link's end ends with the link
+        let late = try #require(try await f.store.unlockPublicLink(urlToken: token, password: "open sesame", client: nil))
+        #expect(abs(late.expires.timeIntervalSince(f.clock.now) - (10 * 86_400 - 1)) < 2)
+        f.clock.advance(by: 10 * 86_400)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.publicShare(urlToken: token, pass: late.pass) }
+        await f.expectFailure(.unknownItem) { _ = try await f.store.unlockPublicLink(urlToken: token, password: "open sesame", client: nil) }
+
+        // A new password ends every pass made with the old one; rotating the URL ends them too
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicExpiresIn: 0), actor: Fixture.alice)
+        let before = try #require(try await f.store.unlockPublicLink(urlToken: token, password: "open sesame", client: nil))
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPassword: "new words"), actor: Fixture.alice)
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.publicShare(urlToken: token, pass: before.pass) }
+        let after = try #require(try await f.store.unlockPublicLink(urlToken: token, password: "new words", client: nil))
+        let rotated = try await f.store.updateShare(id: share.id, ShareUpdate(rotateURL: true), actor: Fixture.alice)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.publicShare(urlToken: token, pass: after.pass) }
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.publicShare(urlToken: rotated.urlToken, pass: after.pass) }
+        // and removing the password opens the link to anyone (unlocking is then a no-op)
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPassword: ""), actor: Fixture.alice)
+        #expect(try await f.store.publicShare(urlToken: rotated.urlToken, pass: nil).records.contains { $0.recordName == "plan" })
+        #expect(try await f.store.unlockPublicLink(urlToken: rotated.urlToken, password: "anything", client: nil) == nil)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func viewsOfAPublicLinkAddUpAndStartAgainWithANewURL(_ backend: Backend) async throws {
+        // Given two public links
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let plan = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "plan", publicPermission: .readOnly), actor: Fixture.alice)
+        let inbox = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "inbox", publicPermission: .readOnly), actor: Fixture.alice)
+        #expect(plan.publicViews == 0)
+        // When views come in batches, with a token that is no link among them
+        try await f.store.countPublicViews([plan.urlToken: 3, inbox.urlToken: 1, "no-such-token": 7])
+        try await f.store.countPublicViews([plan.urlToken: 2])
+        try await f.store.countPublicViews([:])
+        // Then each link has its own sum
+        #expect(try await f.store.share(id: plan.id, actor: Fixture.alice).publicViews == 5)
+        #expect(try await f.store.share(id: inbox.id, actor: Fixture.alice).publicViews == 1)
+        // and a new URL is a new link: its count starts again
+        let rotated = try await f.store.updateShare(id: plan.id, ShareUpdate(rotateURL: true), actor: Fixture.alice)
+        #expect(rotated.publicViews == 0)
+        try await f.store.countPublicViews([plan.urlToken: 4])
+        #expect(try await f.store.share(id: plan.id, actor: Fixture.alice).publicViews == 0)
+    }
+
+    /// Deleting an account, in one transaction: its zones and tokens go, its shares stop,
+    /// it leaves the shares of others, and what it wrote there keeps its name.
+    @Test(arguments: Backend.allCases)
+    func aDeletedAccountTakesItsZonesAndLeavesOthersShares(_ backend: Backend) async throws {
+        // Given alice's folder shared read-write with bob, who edited a note in it and
+        // shares a zone of his own with carol
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        _ = try await f.shareWithBob("work", permission: .readWrite)
+        let plan = try await f.all()["plan"]!
+        try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "work", body: "bob was here", changeTag: plan.changeTag)], as: Fixture.bob)
+        let bobsZone = ZoneID(owner: Fixture.bob, name: "Bob")
+        _ = try await f.store.createZone(bobsZone, actor: Fixture.bob)
+        _ = try await f.store.modify(ModifyRequest(zone: bobsZone, saves: [
+            RecordSave(recordName: "b1", recordType: .note, name: "b1.md", body: "one"),
+            RecordSave(recordName: "b2", recordType: .note, name: "b2.md", body: "two"),
+        ]), actor: Fixture.bob)
+        let bobsShare = try await f.store.createShare(NewShare(zone: bobsZone, rootRecordName: nil, participants: [Invitee(name: Fixture.carol, permission: .readOnly)]), actor: Fixture.bob)
+        _ = try await f.store.acceptShare(urlToken: bobsShare.urlToken, actor: Fixture.carol)
+        let token = try await f.store.issueToken(for: Fixture.bob, lifetime: nil)
+
+        // When bob's account is deleted
+        let deleted = try await f.store.deleteAccount(Fixture.bob)
+
+        // Then it says what went, and it is gone: his zone, his share for carol, his token
+        #expect(deleted == API.AccountDeleted(name: Fixture.bob, zones: 2, records: 2, sharesStopped: 1, sharesLeft: 1))
+        #expect(try await f.store.account(named: Fixture.bob) == nil)
+        #expect(try await f.store.authenticate(token: token) == nil)
+        #expect(try await f.store.zones(scope: .shared, actor: Fixture.carol).isEmpty)
+        // alice's share no longer has him, and the note he edited keeps his name as its author
+        let share = try #require(try await f.store.shares(actor: Fixture.alice).first)
+        #expect(share.participant(named: Fixture.bob)?.status == .removed)
+        let edited = try await f.all()["plan"]!
+        #expect(edited.body == "bob was here" && edited.modifiedBy == Fixture.bob)
+        #expect(try await f.store.usage(of: Fixture.bob).used == 0)
+        // and an account that is not there cannot be deleted
+        await f.expectFailure(.unknownItem) { _ = try await f.store.deleteAccount(Fixture.bob) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func wrongPasswordsOnALinksPageAreCountedAsWrongAcceptsAre(_ backend: Backend) async throws {
+        // Given a password link
+        let f = try await Fixture(backend)
+        try await Self.tree(f)
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "plan", publicPermission: .readOnly), actor: Fixture.alice)
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPassword: "open sesame"), actor: Fixture.alice)
+        // When one address guesses up to the limit
+        for _ in 0..<Limits.passwordFailuresPerClient {
+            await f.expectFailure(.permissionFailure) { _ = try await f.store.unlockPublicLink(urlToken: share.urlToken, password: "guess", client: "192.0.2.9") }
+        }
+        // Then even the right password waits out the window, from that address; another address gets in
+        await f.expectFailure(.requestRateLimited) { _ = try await f.store.unlockPublicLink(urlToken: share.urlToken, password: "open sesame", client: "192.0.2.9") }
+        #expect(try await f.store.unlockPublicLink(urlToken: share.urlToken, password: "open sesame", client: "192.0.2.10") != nil)
+        f.clock.advance(by: Limits.passwordWindowSeconds + 1)
+        #expect(try await f.store.unlockPublicLink(urlToken: share.urlToken, password: "open sesame", client: "192.0.2.9") != nil)
     }
 
     @Test(arguments: Backend.allCases)

@@ -23,12 +23,17 @@ public struct NotesAPI: Sendable {
     public let bodyTimeout: Int
     /// The metrics in Prometheus' text format, for `GET /metrics` (absent: 404).
     public let metrics: (@Sendable () -> [UInt8])?
+    /// Why this notesd should not be sent requests now though its database answers (on
+    /// PostgreSQL: it does not hear other instances' changes); `nil` when it should.
+    public let notReady: @Sendable () -> String?
 
     public init(
         store: any RecordStore, notifier: ChangeNotifier, publicURL: String, clients: ClientAddress = ClientAddress(),
         idleTimeout: Int = Limits.idleConnectionSeconds, bodyTimeout: Int = Limits.requestBodySeconds,
-        renderer: any NoteRendering = InProcessRendering(), metrics: (@Sendable () -> [UInt8])? = nil
+        renderer: any NoteRendering = InProcessRendering(), metrics: (@Sendable () -> [UInt8])? = nil,
+        notReady: @escaping @Sendable () -> String? = { nil }
     ) {
+        self.notReady = notReady
         self.metrics = metrics
         self.bodyTimeout = bodyTimeout
         self.renderer = renderer
@@ -49,8 +54,9 @@ public struct NotesAPI: Sendable {
         router.add(middleware: ErrorMiddleware(routes: routes))
         router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
         // Ready: the database answers and is migrated (503 otherwise, through the error mapping).
-        router.get("readyz") { [store] _, _ in
+        router.get("readyz") { [store, notReady] _, _ in
             try await store.checkReady()
+            if let reason = notReady() { throw NotesError(.serviceUnavailable, reason, retryAfter: 1) }
             return JSONResponse.make(["status": "ready"])
         }
         // Behind an https:// public URL (TLS here or at a proxy), the link cookie is Secure.

@@ -152,10 +152,10 @@ struct Notesd: AsyncParsableCommand {
             executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path, arguments: ["--render-worker"],
             budget: .milliseconds(Int64(renderTimeout * 1000)))
         /// The API on the socket (and TCP), event streams and retention, on `store`.
-        func serving(_ store: any RecordStore) throws -> [any Service] {
+        func serving(_ store: any RecordStore, notReady: @escaping @Sendable () -> String? = { nil }) throws -> [any Service] {
             let api = NotesAPI(
                 store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)),
-                idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, renderer: renderer, metrics: metrics.exposition)
+                idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, renderer: renderer, metrics: metrics.exposition, notReady: notReady)
             var services: [any Service] = [
                 UnixSocketServer(
                     application: try api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")),
@@ -219,7 +219,10 @@ struct Notesd: AsyncParsableCommand {
             let group = ServiceGroup(
                 services: [
                     PostgresPoolService(database: database),
-                    AfterStart(logger: logger, services: [ListenerService(listener: listener)] + (try serving(store))) {
+                    AfterStart(logger: logger, services: [ListenerService(listener: listener)] + (try serving(store, notReady: {
+                        // Its subscribers would miss what other instances save: send requests elsewhere until it listens.
+                        listener.isListening ? nil : "This notesd does not hear other instances' changes yet (its listening connection to PostgreSQL is being made); it is ready again once it does."
+                    }))) {
                         try await database.checkReachable()
                         try await database.migrate()
                         try await Self.ensureAdmin(store, logger: logger)

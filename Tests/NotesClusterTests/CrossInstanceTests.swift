@@ -208,13 +208,21 @@ import Testing
         #expect(try await eventually { try pair.listenerBackend(of: pair.a) == nil })
         // Meanwhile, through B: A cannot hear it.
         let saved = try await alice.onB.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "meanwhile", recordType: .note, name: "meanwhile.md", body: "m")])).saved[0]
-        // A's log shows it trying again (and refused) before it is let back in.
+        // A's log shows it trying again (and refused) before it is let back in; meanwhile
+        // A tells load balancers it is not ready (B is). (Here its role may not log in, so
+        // the database check says so first; with the database reachable, the reason is the
+        // listening connection.)
         #expect(await eventually { ((try? String(contentsOfFile: pair.a.logPath, encoding: .utf8)) ?? "").components(separatedBy: "listening for other instances' changes failed").count >= 3 })
+        let readyz = { (daemon: DaemonProcess) in Shell.run("curl -s -i --unix-socket '\(daemon.socket)' http://localhost/readyz").stdout }
+        let notReady = readyz(pair.a)
+        #expect(notReady.hasPrefix("HTTP/1.1 503"), "\(notReady)")
+        #expect(readyz(pair.b).hasPrefix("HTTP/1.1 200"))
         try pair.psql("ALTER ROLE \(role) LOGIN")
 
         let hint = try await events.wait(from: dropped) { $0.isChange(of: nil) }
         #expect(events.entries[dropped..<hint.index].allSatisfy { !$0.event.isChange(of: zone) }, "A announced a save it could not have heard")
         #expect(try await eventually { try pair.listenerBackend(of: pair.a) != nil })
+        #expect(await eventually { readyz(pair.a).hasPrefix("HTTP/1.1 200") }, "A listens again but is not ready")
         let caughtUp = try await alice.onA.zoneChanges(zone, since: token)
         #expect(caughtUp.records.map(\.recordName) == ["meanwhile"] && caughtUp.records.first?.changeTag == saved.changeTag)
         // And it hears B again.

@@ -75,7 +75,8 @@ struct PublicPageController {
     /// many wrong, and the page asks again saying so.
     func unlock(_ request: Request, _ context: NotesRequestContext) async throws -> Response {
         guard let token = context.parameters.get("token") else { throw NotesError(.unknownItem, "There is no public page at this address.") }
-        let body = try await request.body.collect(upTo: 4_096)
+        // (1,024 characters of 4 UTF-8 bytes each, percent-encoded, fit.)
+        let body = try await request.body.collect(upTo: 16_384)
         guard let password = Self.formField("password", in: String(buffer: body)) else {
             return passwordPage(token: token, status: .badRequest, message: "Type the password, then press Open.")
         }

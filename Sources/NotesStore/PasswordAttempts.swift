@@ -44,7 +44,6 @@ package enum PasswordAttempts {
     /// (`RecordStore.unlockPublicLink`): wrong guesses are counted as for `verify`, and
     /// the pass ends with the link (`LinkPass.expiry`). `nil`: the link needs no password.
     package static func unlock(_ password: String, urlToken: String, client: String?, store: some LinkPasswordStore & RecordStore) async throws(NotesError) -> (pass: String, expires: Date)? {
-        guard password.utf8.count <= 1024 else { throw NotesError(.invalidArguments, "The password is longer than 1,024 bytes.") }
         // Unknown, private and expired links answer as they do to anyone: not found.
         switch await readable(urlToken, pass: nil, store: store) {
         case .success: return nil
@@ -54,7 +53,8 @@ package enum PasswordAttempts {
         guard let guarded = try await store.passwordOfLink(urlToken) else { throw ShareRules.noPublicPage }
         let keys = keys(shareID: guarded.shareID, client: client ?? "socket")
         try await refuseIfOver(store, keys)
-        guard await LinkPasswords.matchesOffThread(password, salt: [UInt8](guarded.salt), hash: [UInt8](guarded.hash)) else {
+        // (Longer than any a link can have: wrong, without hashing it.)
+        guard password.utf8.count <= 1024, await LinkPasswords.matchesOffThread(password, salt: [UInt8](guarded.salt), hash: [UInt8](guarded.hash)) else {
             try await store.countPasswordFailure(keys.map(\.key))
             throw NotesError(.permissionFailure, "That is not the link's password; check it with the person who sent you the link.")
         }

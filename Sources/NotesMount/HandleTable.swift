@@ -25,10 +25,11 @@ struct HandleTable {
     private var handles: [UInt64: Handle] = [:]
     private var writers: [Inode: (count: Int, since: Double)] = [:]
 
-    /// A new handle on `inode`; `now` on the tree's clock.
-    mutating func open(_ inode: Inode, appends: Bool, writes: Bool, now: Double) -> UInt64 {
+    /// A new handle on `inode`; `now` on the tree's clock. `mayRead`: the version it
+    /// may read before it reads through the mount (the kernel's cached pages).
+    mutating func open(_ inode: Inode, appends: Bool, writes: Bool, now: Double, mayRead: String? = nil) -> UInt64 {
         last += 1
-        handles[last] = Handle(inode: inode, appends: appends, writes: writes)
+        handles[last] = Handle(inode: inode, appends: appends, writes: writes, readTag: mayRead)
         if writes {
             let current = writers[inode] ?? (0, now)
             writers[inode] = (current.count + 1, current.since)
@@ -57,6 +58,8 @@ struct HandleTable {
         let older = handles.values.compactMap { $0.inode == inode ? $0.readTag : nil }.filter { $0 != current }
         return older.min { (Int64($0) ?? .max, $0) < (Int64($1) ?? .max, $1) }
     }
+
+    func readTag(_ handle: UInt64) -> String? { handles[handle]?.readTag }
 
     func appends(_ handle: UInt64) -> Bool { handles[handle]?.appends ?? false }
 

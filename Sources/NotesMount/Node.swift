@@ -57,6 +57,13 @@ struct Node {
     /// The version of the content held now (what `seenTag` was before a reader that is
     /// still open made it keep an older one).
     var loadedTag: String?
+    /// A version the kernel's page cache may still serve: set when a newer one comes,
+    /// until the kernel has been told to drop its pages (`keep_cache` keeps them across
+    /// opens, and reads it serves never reach the mount).
+    var kernelMayHold: String?
+    /// Counts the server's changes to this node, so that an invalidation that finished
+    /// clears `kernelMayHold` only if no newer change came meanwhile.
+    var remoteGeneration: UInt64 = 0
     var openCount = 0
     /// References the kernel holds (lookups minus forgets).
     var lookups: UInt64 = 0

@@ -344,14 +344,26 @@ extension NoteTree: FileSystem {
             guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
             guard !node.isDirectory else { throw Failure(EISDIR) }
             if mode.writes && !Self.access(state, inode, account: account).mayWrite { throw Failure(EACCES) }
-            try loadContent(&state, inode)
+            // What this handle may read first: the kernel's cached pages of an older
+            // version while their invalidation is under way (they never reach the mount),
+            // else the version held now. The handle is open before the content is loaded,
+            // so that loading a newer version keeps the older one as a save's base.
+            let handle = state.handles.open(inode, appends: mode.appends, writes: mode.writes, now: clock(),
+                                            mayRead: node.kernelMayHold ?? (state.contents.has(inode) ? node.loadedTag : nil))
+            do throws(Failure) {
+                try loadContent(&state, inode)
+            } catch {
+                _ = state.handles.close(handle)
+                throw error
+            }
+            if state.handles.readTag(handle) == nil { state.handles.noteRead(handle, tag: state.nodes[inode]!.loadedTag, fromStart: true) }
             if mode.truncates && state.contents.count(inode) ?? 0 > 0 {
                 state.contents.set(inode, [])
                 state.nodes[inode]!.contentDirty = true
                 state.nodes[inode]!.modified = Date().timeIntervalSince1970
             }
             state.nodes[inode]!.openCount += 1
-            return state.handles.open(inode, appends: mode.appends, writes: mode.writes, now: clock())
+            return handle
         }
     }
 

@@ -36,10 +36,22 @@ extension NoteTree {
             for key in effects.removed { Self.removeRecordNode(&state, key, invalidations: &invalidations) }
             Self.reclaimNames(&state)
         }
+        let generations = state.withLock { state in
+            invalidations.compactMap { item -> (Inode, UInt64)? in
+                guard case .content(let inode) = item, let node = state.nodes[inode] else { return nil }
+                return (inode, node.remoteGeneration)
+            }
+        }
         invalidate(invalidations + state.withLock { state in
             defer { state.pendingInvalidations = [] }
             return state.pendingInvalidations
         })
+        // The kernel has dropped those pages: what it serves from now on, it reads here.
+        state.withLock { state in
+            for (inode, generation) in generations where state.nodes[inode]?.remoteGeneration == generation {
+                state.nodes[inode]!.kernelMayHold = nil
+            }
+        }
     }
 
     /// A fetch brought every page: records whose folder never came show at the top of

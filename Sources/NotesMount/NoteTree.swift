@@ -237,6 +237,8 @@ public final class NoteTree: Sendable {
                 if node.size != record.size || node.modified != record.modifiedAt {
                     invalidations.append(.content(inode))
                     if node.openCount == 0 || !node.contentDirty { state.contents.remove(inode) }
+                    if node.kernelMayHold == nil { node.kernelMayHold = node.loadedTag ?? node.seenTag }
+                    node.remoteGeneration &+= 1
                     node.seenIsOutdated = true
                     // The next open looks the name up again, which gives the kernel the new
                     // size (it would otherwise put `>>` appends at the old end).

@@ -144,6 +144,61 @@ import Testing
         #expect(queued.dirty > 0 && queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"), dirty \(queued.dirty)")
     }
 
+    /// A kernel whose page-cache invalidation takes as long as the test wants: what a
+    /// process reads meanwhile comes from the pages of the older version.
+    final class SlowKernel: KernelCache {
+        let entered = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        private let first = Mutex(true)
+        /// The first invalidation waits for `proceed`; the rest pass.
+        func invalidateContent(of inode: Inode) {
+            guard first.withLock({ first in defer { first = false }; return first }) else { return }
+            entered.signal()
+            proceed.wait()
+        }
+        func invalidateEntry(parent: Inode, name: String) {}
+        func relink(_ relativePath: String, newName: (parent: Inode, name: String), oldName: (parent: Inode, name: String)) {}
+    }
+
+    /// Found by the soak (seed 729667, beside stress-ng) after the fix above: `sed -i`
+    /// opened the note after the newer version reached the mount but before the kernel
+    /// had dropped its pages of the older one, read those pages (no READ reached the
+    /// mount), and renamed its file over the note. The open must count the kernel's
+    /// pages as what the handle reads.
+    @Test func aFileOpenedWhileTheKernelStillHoldsTheOlderPagesSavesOnTheOlderVersion() throws {
+        // Given a note at version 5 that the kernel has read (its pages are cached)
+        try page([record("three", .note, parent: nil, seq: 5)], token: "t5")
+        let top = try tree.lookup(parent: 2, name: zone.name).inode
+        let note = try tree.lookup(parent: top, name: "three.md").inode
+        let first = try tree.open(note, mode: OpenMode(flags: O_RDONLY))
+        _ = try tree.read(note, handle: first, offset: 0, size: 4096)
+        tree.release(note, handle: first)
+        let kernel = SlowKernel()
+        tree.attach(kernel)
+
+        // When version 7 comes and the kernel is still dropping the old pages
+        var newer = record("three", .note, parent: nil, seq: 7)
+        newer.body = "the other side's line\nthree"
+        let effects = try replica.applyRemote(zone, records: [newer], deleted: [], token: "t7", scope: .private)
+        let applying = Thread { self.tree.applyRemote(effects) }
+        applying.start()
+        kernel.entered.wait()
+        // and sed opens the note, reads it from those pages, writes its file and renames it over the note
+        let reader = try tree.open(note, mode: OpenMode(flags: O_RDONLY))
+        let (temp, handle) = try tree.create(parent: top, name: "sedXy34Zw", mode: OpenMode(flags: O_WRONLY))
+        _ = try Array("sed's line\nthree".utf8).withUnsafeBytes { try tree.write(temp.inode, handle: handle, offset: 0, bytes: $0) }
+        try tree.flush(temp.inode, handle: handle)
+        tree.release(temp.inode, handle: handle)
+        tree.release(note, handle: reader)
+        try tree.rename(parent: top, name: "sedXy34Zw", newParent: top, newName: "three.md", noReplace: false)
+        kernel.proceed.signal()
+        replica.waitForQueuedWrites()
+
+        // Then the change queued for the note is based on version 5, what sed read
+        let queued = try #require(try replica.load().records.first { $0.recordName == "three" })
+        #expect(queued.dirty > 0 && queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"), dirty \(queued.dirty)")
+    }
+
     @Test func aNoteUnlinkedAndMadeAgainWithinTheWindowOfTheTreesClockIsTheSameNote() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("clock-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -40,7 +40,7 @@ import Testing
         ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["export", "--help"], ["status", "--help"],
         ["account", "--help"], ["account", "list", "--help"], ["account", "disable", "--help"], ["account", "enable", "--help"],
         ["account", "delete", "--help"], ["token", "--help"], ["token", "create", "--help"], ["token", "list", "--help"], ["token", "revoke", "--help"],
-        ["show", "--help"], ["diff", "--help"], ["restore", "--help"],
+        ["show", "--help"], ["diff", "--help"], ["restore", "--help"], ["watch", "--help"],
     ])
     func everyCommandHelpHasAnExample(_ arguments: [String]) throws {
         let result = try Self.run("notes", arguments)
@@ -176,6 +176,93 @@ import Testing
         #expect(!(try Self.run("notes", ["account", "list"], environment: env).stdout.contains("bob")))
         let again = try Self.run("notes", ["account", "delete", "bob", "--yes"], environment: env)
         #expect(again.status == 66, "\(again)")
+        try await daemon.stop()
+    }
+
+    /// A running `notes …` whose output is read as it comes.
+    final class Running: @unchecked Sendable {
+        let process = Process()
+        private let lock = NSLock()
+        private var out = "", err = ""
+
+        init(_ name: String, _ arguments: [String], environment: [String: String]) throws {
+            process.executableURL = URL(fileURLWithPath: CommandLineTests.binary(name))
+            process.arguments = arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            let outPipe = Pipe(), errPipe = Pipe()
+            process.standardOutput = outPipe
+            process.standardError = errPipe
+            outPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                self?.lock.withLock { self?.out += String(decoding: data, as: UTF8.self) }
+            }
+            errPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                self?.lock.withLock { self?.err += String(decoding: data, as: UTF8.self) }
+            }
+            try process.run()
+        }
+
+        var stdout: String { lock.withLock { out } }
+        var stderr: String { lock.withLock { err } }
+        var lines: [[String: Any]] {
+            stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+
+        /// Waits (60 s at most) until `condition` holds of what was printed.
+        func wait(_ what: String, _ condition: (Running) -> Bool) async throws {
+            let clock = ContinuousClock(), deadline = clock.now + .seconds(60)
+            while !condition(self) {
+                guard clock.now < deadline else { throw NotesError(.internalError, "waited 60 s for \(what); stdout: \(stdout) stderr: \(stderr)") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    @Test func watchPrintsEachChangeWithWhoAndWhereEndsOnCtrlCAndResumesWithoutAGap() async throws {
+        // Given alice (the admin here) and bob, who shares a zone with her
+        let daemon = try await DaemonProcess.started()
+        let env = ["NOTES_SOCKET": daemon.socket]
+        let alice = daemon.client()
+        let me = try await alice.whoami().name
+        let created = try Self.run("notes", ["account", "create", "bob", "--json"], environment: env)
+        let bob = daemon.client(token: try NotesJSON.decoder().decode(API.TokenIssued.self, from: Data(created.stdout.utf8)).token)
+        let mine = ZoneID(owner: me, name: ZoneID.defaultZoneName)
+        _ = try await alice.modify(ModifyRequest(zone: mine, saves: [RecordSave(recordName: "old", recordType: .note, name: "old.md", body: "before the watch")]))
+
+        // When alice watches, saves a note, accepts bob's share and bob saves in it
+        let watch = try Running("notes", ["watch", "--json"], environment: env)
+        try await watch.wait("the watch to start") { $0.stderr.contains("watching from w1.") }
+        _ = try await alice.modify(ModifyRequest(zone: mine, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "# Plan")]))
+        let team = try await bob.createZone(named: "Team").id
+        let share = try await bob.createShare(NewShare(zone: team, rootRecordName: nil, title: "Team notes", participants: [Invitee(name: me, permission: .readOnly)]))
+        _ = try await alice.accept(url: share.urlToken)
+        try await watch.wait("the shared zone") { $0.lines.contains { $0["change"] as? String == "zoneAdded" } }
+        _ = try await bob.modify(ModifyRequest(zone: team, saves: [RecordSave(recordName: "agenda", recordType: .note, name: "agenda.md", body: "# Agenda")]))
+        try await watch.wait("bob's note") { $0.lines.contains { $0["name"] as? String == "agenda.md" } }
+
+        // Then each change is one line: who, what, where, which share, and a position
+        let lines = watch.lines
+        let plan = try #require(lines.first { $0["name"] as? String == "plan.md" }, "\(watch.stdout)")
+        #expect(plan["change"] as? String == "saved" && plan["by"] as? String == me && plan["scope"] as? String == "private", "\(plan)")
+        let agenda = try #require(lines.first { $0["name"] as? String == "agenda.md" })
+        #expect(agenda["by"] as? String == "bob" && agenda["scope"] as? String == "shared" && agenda["shareTitle"] as? String == "Team notes", "\(agenda)")
+        #expect(!lines.contains { $0["name"] as? String == "old.md" }, "a change from before the watch was printed")
+        #expect(lines.allSatisfy { ($0["position"] as? String)?.hasPrefix("w1.") == true })
+        // and Ctrl-C ends it with status 0
+        kill(watch.process.processIdentifier, SIGINT)
+        #expect(ChildExit.wait(for: watch.process) == 0, "\(watch.stderr)")
+
+        // A save while no watch runs is the first thing a watch from the last position prints, and only it
+        let last = try #require(lines.last?["position"] as? String)
+        _ = try await bob.modify(ModifyRequest(zone: team, saves: [RecordSave(recordName: "minutes", recordType: .note, name: "minutes.md", body: "# Minutes")]))
+        let resumed = try Running("notes", ["watch", "--json", "--since", last], environment: env)
+        try await resumed.wait("the missed note") { $0.lines.contains { $0["name"] as? String == "minutes.md" } }
+        #expect(resumed.lines.compactMap { $0["name"] as? String } == ["minutes.md"], "\(resumed.stdout)")
+        kill(resumed.process.processIdentifier, SIGINT)
+        #expect(ChildExit.wait(for: resumed.process) == 0)
+        // and a position it did not print is refused, with status 64
+        #expect(try Self.run("notes", ["watch", "--since", "w1.garbage"], environment: env).status == 64)
         try await daemon.stop()
     }
 

@@ -25,17 +25,11 @@ final class PostgresRecordWriter {
     var zone: ZoneID { access.zone }
     var sql: SQL { context.sql }
 
-    /// Reads the records that `names` name in one statement, for the saves and deletes
-    /// that follow; each answer is used once, and none after a record changed share.
-    func readAhead(_ names: Set<String>) async throws {
-        guard names.count > 1 else { return }
-        let list = Array(names)
-        let rows = try await sql.rows(
-            "SELECT \(unescaped: PostgresRecords.metadataColumns) FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = ANY(\(list))")
-        for row in rows {
-            let record = try PostgresRecords.record(from: row, zone: zone).record
-            readAhead[record.recordName] = record
-        }
+    /// Takes the records that `names` name, read ahead in one statement, for the saves
+    /// and deletes that follow; each answer is used once, and none after a record
+    /// changed share.
+    func readAhead(_ names: Set<String>, found records: [Record]) {
+        for record in records where names.contains(record.recordName) { readAhead[record.recordName] = record }
         readAheadNames = names
     }
 

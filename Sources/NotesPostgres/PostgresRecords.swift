@@ -81,9 +81,13 @@ enum PostgresRecords {
         try await accessAndUsage(sql, zone: zone, actor: actor).access
     }
 
-    /// The caller's access to a zone and the bytes its owner's zones hold, in one
-    /// statement: a save pays a round trip per statement, and this is the first of them.
-    static func accessAndUsage(_ sql: SQL, zone: ZoneID, actor: String) async throws -> (access: ZoneAccess, ownerUsage: Int64) {
+    /// What a modify reads before it writes, in one statement (a save pays a round trip
+    /// per statement, and this is the first of them): the caller's access to the zone,
+    /// the bytes its owner's zones hold, the accounts to tell of a change (accepted
+    /// participants of its shares), and the metadata of the records named in `records`.
+    static func accessAndUsage(_ sql: SQL, zone: ZoneID, actor: String, records names: [String] = [])
+        async throws -> (access: ZoneAccess, ownerUsage: Int64, participants: [String], records: [Record])
+    {
         let participant = zone.owner != actor
         guard let row = try await sql.row("""
             SELECT z.epoch,
@@ -93,12 +97,18 @@ enum PostgresRecords {
                                                             'permission', p.permission, 'status', p.status, 'seq', p.changed_seq))
                           FROM participants p JOIN shares s ON s.id = p.share_id
                           WHERE \(participant) AND s.owner = z.owner AND s.zone = z.name AND p.account = \(actor)), '[]')::text,
-                COALESCE((SELECT bytes FROM usage WHERE owner = z.owner), 0)
+                COALESCE((SELECT bytes FROM usage WHERE owner = z.owner), 0),
+                ARRAY(SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
+                      WHERE s.owner = z.owner AND s.zone = z.name AND NOT s.stopped AND p.status = 'accepted'
+                        AND p.account IS NOT NULL AND p.role != 'owner'),
+                COALESCE((SELECT json_agg(json_build_object('r', r.record_name, 't', r.record_type, 'n', r.name, 'p', r.parent, 'c', r.created_at,
+                                                            'm', r.modified_at, 'b', r.modified_by, 's', r.seq, 'h', r.share_id))
+                          FROM records r WHERE r.owner = z.owner AND r.zone = z.name AND r.record_name = ANY(\(names))), '[]')::text
             FROM zones z WHERE z.owner = \(zone.owner) AND z.name = \(zone.name)
             """) else {
             throw ZoneAccess.missing(zone, actor: actor)
         }
-        let (epoch, sharesJSON, participationsJSON, usage) = try row.decode((Int64, String, String, Int64).self)
+        let (epoch, sharesJSON, participationsJSON, usage, accounts, recordsJSON) = try row.decode((Int64, String, String, Int64, [String], String).self)
         let decoder = JSONDecoder()
         let shares = try decoder.decode([ShareRow].self, from: Data(sharesJSON.utf8)).map {
             ZoneAccess.ActiveShare(id: $0.id, rootRecord: $0.root)
@@ -106,7 +116,18 @@ enum PostgresRecords {
         let participations = try decoder.decode([ParticipationRow].self, from: Data(participationsJSON.utf8)).map {
             ZoneAccess.Participation(shareID: $0.id, publicPermission: $0.public, role: $0.role, permission: $0.permission, status: $0.status, changedSeq: $0.seq)
         }
-        return (try ZoneAccess(zone: zone, epoch: epoch, actor: actor, shares: shares, participations: participations), usage)
+        let records = try decoder.decode([RecordRow].self, from: Data(recordsJSON.utf8)).map { row in
+            Record(
+                recordName: row.r, zone: zone, recordType: RecordType(rawValue: row.t) ?? .note, name: row.n, parent: row.p.isEmpty ? nil : row.p,
+                body: nil, bytes: nil, createdAt: Date(stored: row.c), modifiedAt: Date(stored: row.m), modifiedBy: row.b,
+                changeTag: RecordRules.changeTag(row.s), shareID: row.h)
+        }
+        return (try ZoneAccess(zone: zone, epoch: epoch, actor: actor, shares: shares, participations: participations), usage, accounts, records)
+    }
+
+    /// A record's metadata as `accessAndUsage` reads it (what `metadataColumns` reads).
+    private struct RecordRow: Decodable {
+        var r: String, t: String, n: String, p: String, c: Double, m: Double, b: String, s: Int64, h: String?
     }
 
     /// One active share of a zone, as `accessAndUsage` reads it.

@@ -64,9 +64,11 @@ extension PostgresStore {
         let deleting = Set(request.deletes.map(\.recordName))
         return try await write { context in
             let owner = request.zone.owner
-            let (access, usedBefore) = try await PostgresRecords.accessAndUsage(context.sql, zone: request.zone, actor: actor)
+            let names = Set(request.deletes.map(\.recordName) + saves.map(\.recordName) + saves.compactMap(\.parent))
+            let (access, usedBefore, participants, found) = try await PostgresRecords.accessAndUsage(
+                context.sql, zone: request.zone, actor: actor, records: Array(names))
             let writer = PostgresRecordWriter(context: context, access: access, actor: actor)
-            try await writer.readAhead(Set(request.deletes.map(\.recordName) + saves.map(\.recordName) + saves.compactMap(\.parent)))
+            writer.readAhead(names, found: found)
             var saved: [Record] = []
             saved.reserveCapacity(saves.count)
             var current = ""
@@ -88,8 +90,13 @@ extension PostgresStore {
             } catch {
                 throw RecordRules.batchFailure(convert(error), at: current, deletes: request.deletes, saves: saves)
             }
-            let usedAfter = try await context.zoneChanged(request.zone)
-            try RecordRules.checkQuota(storage, owner: owner, actor: actor, usedBefore: usedBefore, usedAfter: usedAfter)
+            // The zone's change number goes with the counter in the last statement, which
+            // also reads the usage after the write for the quota check.
+            context.zoneChangedAtFinish(request.zone, participants: participants)
+            let storage = storage
+            context.checkUsage = { usedAfter throws(NotesError) in
+                try RecordRules.checkQuota(storage, owner: owner, actor: actor, usedBefore: usedBefore, usedAfter: usedAfter)
+            }
             return ModifyResult(saved: saved, deleted: request.deletes.map(\.recordName))
         }
     }

@@ -205,9 +205,39 @@ final class PostgresWrite {
         return seq
     }
 
-    /// Writes the counter back (when numbers were taken) and sends `payloads` on
-    /// `channel`, in one statement: the last round trip before the commit.
+    /// A zone whose change number `finish` writes, with the counter, in its statement.
+    private(set) var pendingZone: ZoneID?
+    /// Called by `finish` with the bytes the pending zone's owner holds after the write
+    /// (a quota check: throwing rolls the transaction back).
+    var checkUsage: ((Int64) throws(NotesError) -> Void)?
+
+    /// Notes that `zone` changed, for its owner and for `participants` (read ahead), and
+    /// leaves the zone's change number to `finish`.
+    func zoneChangedAtFinish(_ zone: ZoneID, participants: [String]) {
+        pendingZone = zone
+        notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone))
+        for account in participants {
+            notices.insert(ChangeNotice(account: account, scope: .shared, zone: zone))
+        }
+    }
+
+    /// Writes the counter back (when numbers were taken), the pending zone's change
+    /// number, and sends `payloads` on `channel`, in one statement: the last round trip
+    /// before the commit.
     func finish(notifying channel: String, _ payloads: [String]) async throws {
+        if let zone = pendingZone {
+            // (Data-modifying WITHs always run; `notified` runs because the query reads it.)
+            let row = try await sql.row("""
+                WITH counter AS (UPDATE counters SET value = \(seq) WHERE name = 'seq' AND \(seq != startSeq) RETURNING 1),
+                     zone AS (UPDATE zones SET changed_seq = \(seq) WHERE owner = \(zone.owner) AND name = \(zone.name) RETURNING 1),
+                     notified AS (SELECT pg_notify(\(channel), payload) FROM unnest(\(payloads)::text[]) AS payload)
+                SELECT COALESCE((SELECT bytes FROM usage WHERE owner = \(zone.owner)), 0), (SELECT count(*) FROM notified)
+                """)
+            var usage: Int64 = 0
+            if let row { (usage, _) = try row.decode((Int64, Int64).self) }
+            try checkUsage?(usage)
+            return
+        }
         switch (seq != startSeq, payloads.isEmpty) {
         case (true, true):
             try await sql.execute("UPDATE counters SET value = \(seq) WHERE name = 'seq'")

@@ -5,6 +5,7 @@ import ArgumentParser
 import Foundation
 import NotesClient
 import NotesModel
+import NotesMerge
 
 /// `notes share PATH`: share a note, a folder (its hierarchy) or a zone (a top-level
 /// folder of private/), invite people, or set the public link.
@@ -270,7 +271,7 @@ struct Leave: AsyncParsableCommand {
 
 struct History: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "The versions of a note: when, by whom, and its change tag.",
+        abstract: "The versions of a note, newest first: when, by whom, its size, what changed, and its change tag.",
         discussion: "Example:\n  notes history ~/Notes/private/Work/plan.md")
 
     @Argument(help: "A note, as a path in the mount.")
@@ -284,6 +285,23 @@ struct History: AsyncParsableCommand {
         var modifiedAt: Date
         var size: Int
         var name: String
+        /// What changed from the version before: "+3 -1 lines", "renamed from a.md", "created".
+        var summary: String = ""
+    }
+
+    /// One line on what changed from `older` to `newer`.
+    static func summary(from older: (name: String, body: String?)?, to newer: (name: String, body: String?)) -> String {
+        guard let older else { return "created" }
+        var parts: [String] = []
+        if older.name != newer.name { parts.append("renamed from \(older.name)") }
+        if older.body != newer.body {
+            let diff = TextDiff.unified(Array((older.body ?? "").utf8), Array((newer.body ?? "").utf8), oldLabel: "a", newLabel: "b", context: 0)
+            let lines = diff.split(separator: "\n", omittingEmptySubsequences: false)
+            let added = lines.filter { $0.hasPrefix("+") && !$0.hasPrefix("+++") }.count
+            let removed = lines.filter { $0.hasPrefix("-") && !$0.hasPrefix("---") }.count
+            parts.append("+\(added) -\(removed) lines")
+        }
+        return parts.isEmpty ? "no change to the text" : parts.joined(separator: ", ")
     }
 
     func run() async throws {
@@ -294,17 +312,23 @@ struct History: AsyncParsableCommand {
             }
             let client = options.client()
             var entries: [Entry] = []
+            var texts: [(name: String, body: String?)] = []
             if let current = try await client.records([recordName], in: target.zone).first {
                 entries.append(Entry(changeTag: current.changeTag, modifiedBy: current.modifiedBy, modifiedAt: current.modifiedAt, size: current.contentSize, name: current.name))
+                texts.append((current.name, current.body))
             }
             // The history may hold the current state too: each version is listed once.
             let listed = Set(entries.map(\.changeTag))
-            entries += try await client.versions(of: recordName, in: target.zone).filter { !listed.contains($0.changeTag) }.map {
-                Entry(changeTag: $0.changeTag, modifiedBy: $0.modifiedBy, modifiedAt: $0.modifiedAt, size: $0.size, name: $0.name)
+            for version in try await client.versions(of: recordName, in: target.zone) where !listed.contains(version.changeTag) {
+                entries.append(Entry(changeTag: version.changeTag, modifiedBy: version.modifiedBy, modifiedAt: version.modifiedAt, size: version.size, name: version.name))
+                texts.append((version.name, version.body))
+            }
+            for index in entries.indices {
+                entries[index].summary = Self.summary(from: index + 1 < texts.count ? texts[index + 1] : nil, to: texts[index])
             }
             try options.emit(entries) {
-                table([["WHEN", "BY", "SIZE", "CHANGE TAG", "NAME"]] + entries.map {
-                    [relativeTime($0.modifiedAt), $0.modifiedBy, "\($0.size)", $0.changeTag, $0.name]
+                table([["WHEN", "BY", "SIZE", "CHANGE", "CHANGE TAG", "NAME"]] + entries.map {
+                    [relativeTime($0.modifiedAt), $0.modifiedBy, "\($0.size)", $0.summary, $0.changeTag, $0.name]
                 })
             }
         }

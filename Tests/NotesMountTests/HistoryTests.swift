@@ -10,6 +10,7 @@ struct HistoryTests {
     struct Entry: Decodable {
         var changeTag: String
         var size: Int
+        var summary: String
     }
 
     /// Regression: the newest version was listed twice (as the record and as the
@@ -28,6 +29,10 @@ struct HistoryTests {
         let entries = try JSONDecoder().decode([Entry].self, from: Data(run.stdout.utf8))
         #expect(Set(entries.map(\.changeTag)).count == entries.count, "a version listed twice: \(run.stdout)")
         #expect(entries.map(\.size) == [14, 8, 4], "\(run.stdout)")
+        // each with a line on what changed from the one before
+        #expect(entries.map(\.summary) == ["+1 -1 lines", "+1 -1 lines", "created"], "\(run.stdout)")
+        let text = people.cli(people.aliceToken)("history '\(root)/plan.md'")
+        #expect(text.stdout.contains("CHANGE") && text.stdout.contains("+1 -1 lines") && text.stdout.contains("created"), "\(text)")
         guard entries.count == 3 else { return }
         let (newest, middle, oldest) = (entries[0].changeTag, entries[1].changeTag, entries[2].changeTag)
         let cli = people.cli(people.aliceToken)

@@ -138,6 +138,18 @@ finally:
     shutil.rmtree(profile, ignore_errors=True)
 """#
 
+    /// A zone "Web" whose folder Docs holds the hostile plan.md, api.md (`api`) and
+    /// `more`, shared by a public read-only link.
+    static func sharedDocs(_ client: NotesClient, api: String, more: [RecordSave] = []) async throws -> Share {
+        let zone = try await client.createZone(named: "Web").id
+        _ = try await client.modify(ModifyRequest(zone: zone, saves: [
+            RecordSave(recordName: "docs", recordType: .folder, name: "Docs"),
+            RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "docs", body: hostile),
+            RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "docs", body: api),
+        ] + more))
+        return try await client.createShare(NewShare(zone: zone, rootRecordName: "docs", publicPermission: .readOnly))
+    }
+
     @Test func aPasswordLinkInABrowserAsksTakesThePasswordAndEveryLinkThenOpens() async throws {
         let folder = "/tmp/browser-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -147,15 +159,10 @@ finally:
         // Given a folder with a hostile note, shared by a public link with a password, over TCP
         let daemon = try await DaemonProcess.started(tcp: true)
         let client = daemon.client()
-        let zone = try await client.createZone(named: "Web").id
-        _ = try await client.modify(ModifyRequest(zone: zone, saves: [
-            RecordSave(recordName: "docs", recordType: .folder, name: "Docs"),
-            RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "docs", body: Self.hostile),
-            RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "docs", body: "# API\n\n[Back to the plan](plan.md)\n"),
+        let share = try await Self.sharedDocs(client, api: "# API\n\n[Back to the plan](plan.md)\n", more: [
             RecordSave(recordName: "old", recordType: .folder, name: "Old (2025)", parent: "docs"),
             RecordSave(recordName: "notes", recordType: .note, name: "My notes #1.md", parent: "old", body: "# Old notes\n\n[api](../api.md)\n"),
-        ]))
-        let share = try await client.createShare(NewShare(zone: zone, rootRecordName: "docs", publicPermission: .readOnly))
+        ])
         _ = try await client.updateShare(id: share.id, ShareUpdate(publicPassword: "correct horse"))
 
         // When a person opens the link, types the password and presses Enter, then follows every link
@@ -186,14 +193,7 @@ finally:
 
         // Given a public share of a folder over TCP, and the same notes exported
         let daemon = try await DaemonProcess.started(tcp: true)
-        let client = daemon.client()
-        let zone = try await client.createZone(named: "Web").id
-        _ = try await client.modify(ModifyRequest(zone: zone, saves: [
-            RecordSave(recordName: "docs", recordType: .folder, name: "Docs"),
-            RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "docs", body: Self.hostile),
-            RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "docs", body: "# API\n"),
-        ]))
-        let share = try await client.createShare(NewShare(zone: zone, rootRecordName: "docs", publicPermission: .readOnly))
+        let share = try await Self.sharedDocs(daemon.client(), api: "# API\n")
         try Self.hostile.write(toFile: "\(folder)/notes/plan.md", atomically: true, encoding: .utf8)
         let export = Shell.run("'\(MountProcess.notesBinary)' export '\(folder)/notes' --html -o '\(folder)/site'")
         #expect(export.status == 0, "\(export)")

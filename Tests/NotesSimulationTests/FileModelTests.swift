@@ -111,6 +111,18 @@ import Testing
         #expect(left.isEmpty)
     }
 
+    /// What `sed -i` does after reading `note` through `reader`: writes a file of its
+    /// own, closes the note and renames its file over it.
+    func sedSaves(over note: Inode, in folder: Inode, reader: UInt64) throws {
+        let (temp, handle) = try tree.create(parent: folder, name: "sedAb12Cd", mode: OpenMode(flags: O_WRONLY))
+        _ = try Array("sed's line\nthree".utf8).withUnsafeBytes { try tree.write(temp.inode, handle: handle, offset: 0, bytes: $0) }
+        try tree.flush(temp.inode, handle: handle)
+        tree.release(temp.inode, handle: handle)
+        tree.release(note, handle: reader)
+        try tree.rename(parent: folder, name: "sedAb12Cd", newParent: folder, newName: "three.md", noReplace: false)
+        replica.waitForQueuedWrites()
+    }
+
     /// Found by the soak (`OfflineTests.randomizedSoakLosesNoLine`, seed 338145, beside
     /// stress-ng): `sed -i` read the note, the other side's version came in while sed still
     /// had it open, sed's read at the end loaded that version, and sed's rename over the
@@ -131,13 +143,7 @@ import Testing
         try page([newer], token: "t7")
         _ = try tree.read(note, handle: reader, offset: read.count, size: 4096)
         // and sed writes its file, closes the note and renames its file over it
-        let (temp, handle) = try tree.create(parent: top, name: "sedAb12Cd", mode: OpenMode(flags: O_WRONLY))
-        _ = try Array("sed's line\nthree".utf8).withUnsafeBytes { try tree.write(temp.inode, handle: handle, offset: 0, bytes: $0) }
-        try tree.flush(temp.inode, handle: handle)
-        tree.release(temp.inode, handle: handle)
-        tree.release(note, handle: reader)
-        try tree.rename(parent: top, name: "sedAb12Cd", newParent: top, newName: "three.md", noReplace: false)
-        replica.waitForQueuedWrites()
+        try sedSaves(over: note, in: top, reader: reader)
 
         // Then the change queued for the note is based on version 5, the one sed read
         let queued = try #require(try replica.load().records.first { $0.recordName == "three" })
@@ -185,12 +191,7 @@ import Testing
         kernel.entered.wait()
         // and sed opens the note, reads it from those pages, writes its file and renames it over the note
         let reader = try tree.open(note, mode: OpenMode(flags: O_RDONLY))
-        let (temp, handle) = try tree.create(parent: top, name: "sedXy34Zw", mode: OpenMode(flags: O_WRONLY))
-        _ = try Array("sed's line\nthree".utf8).withUnsafeBytes { try tree.write(temp.inode, handle: handle, offset: 0, bytes: $0) }
-        try tree.flush(temp.inode, handle: handle)
-        tree.release(temp.inode, handle: handle)
-        tree.release(note, handle: reader)
-        try tree.rename(parent: top, name: "sedXy34Zw", newParent: top, newName: "three.md", noReplace: false)
+        try sedSaves(over: note, in: top, reader: reader)
         kernel.proceed.signal()
         replica.waitForQueuedWrites()
 

@@ -209,7 +209,9 @@ struct WatchPrinter {
         if json {
             Swift.print(String(decoding: (try? encoder.encode(event)) ?? Data(), as: UTF8.self))
         } else {
-            let place = event.scope == .private ? "private/\(event.zone.name)" : "shared/\(event.zone.owner)/\(event.zone.name)"
+            // Where the mount shows it (the default zone's notes are at the top of private/).
+            let place = event.scope == .shared ? "shared/\(event.zone.owner)/\(event.zone.name)"
+                : event.zone.name == ZoneID.defaultZoneName ? "private" : "private/\(event.zone.name)"
             let when = event.at.map { ISO8601.string(from: $0) } ?? ISO8601.string(from: Date())
             var line: String
             switch event.change {

@@ -146,6 +146,18 @@ extension NotesClient {
     }
 
     /// A record's whole history, newest first, page by page.
+    /// The zone's deleted records this account may read, newest deletion first.
+    public func trash(in zone: ZoneID) async throws(NotesError) -> [TrashedRecord] {
+        let data = try await exchange(.POST, "/v1/records/trash", body: API.ZoneRef(zone: zone))
+        return try decode(data, fast: RecordJSONReader.readTrash).trash
+    }
+
+    /// Brings a trashed record back as the same record (a folder with what was trashed
+    /// below it): under `parent` (`.some(nil)`: the zone's root; `nil`: where it was).
+    public func restoreFromTrash(_ recordName: String, in zone: ZoneID, parent: String?? = nil, name: String? = nil) async throws(NotesError) -> [Record] {
+        try await call(.POST, "/v1/records/restore", body: API.Restore(zone: zone, recordName: recordName, parent: parent, name: name), as: API.Records.self).records
+    }
+
     public func versions(of recordName: String, in zone: ZoneID) async throws(NotesError) -> [RecordVersion] {
         var all: [RecordVersion] = []
         var before: String?

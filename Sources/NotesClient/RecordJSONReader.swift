@@ -23,6 +23,60 @@ struct RecordJSONReader {
         return try? reader.modifyResult()
     }
 
+    /// Reads a zone's trash, or `nil` (then use `JSONDecoder`).
+    static func readTrash(_ data: [UInt8]) -> API.Trash? {
+        var reader = RecordJSONReader(bytes: data)
+        return try? reader.trash()
+    }
+
+    private mutating func trash() throws -> API.Trash {
+        var entries: [TrashedRecord] = []
+        var sawTrash = false
+        try object { reader, key in
+            guard key == "trash" else { return try reader.skipValue() }
+            sawTrash = true
+            try reader.array { reader in entries.append(try reader.trashed()) }
+        }
+        skipSpace()
+        guard index == bytes.count, sawTrash else { throw Malformed() }
+        return API.Trash(trash: entries)
+    }
+
+    private mutating func trashed() throws -> TrashedRecord {
+        var recordName: String?, type: RecordType?, name: String?, parent: String?, size: Int?, shareID: String?
+        var deletedBy: String?, deletedAt: Date?, changeTag: String?
+        try object { reader, key in
+            switch key {
+            case "recordName": recordName = try reader.string()
+            case "recordType": type = RecordType(rawValue: try reader.string())
+            case "name": name = try reader.string()
+            case "parent": parent = try reader.optionalString()
+            case "size": size = try reader.integer()
+            case "shareID": shareID = try reader.optionalString()
+            case "deletedBy": deletedBy = try reader.string()
+            case "deletedAt": deletedAt = ISO8601.date(from: try reader.string())
+            case "changeTag": changeTag = try reader.string()
+            default: try reader.skipValue()
+            }
+        }
+        guard let recordName, let type, let name, let size, let deletedBy, let deletedAt, let changeTag else { throw Malformed() }
+        return TrashedRecord(recordName: recordName, recordType: type, name: name, parent: parent, size: size, shareID: shareID,
+                             deletedBy: deletedBy, deletedAt: deletedAt, changeTag: changeTag)
+    }
+
+    /// A non-negative integer of at most 18 digits.
+    private mutating func integer() throws -> Int {
+        skipSpace()
+        var value = 0, digits = 0
+        while index < bytes.count, (0x30...0x39).contains(bytes[index]), digits < 18 {
+            value = value * 10 + Int(bytes[index] - 0x30)
+            index += 1
+            digits += 1
+        }
+        guard digits > 0 else { throw Malformed() }
+        return value
+    }
+
     private mutating func modifyResult() throws -> ModifyResult {
         var saved: [Record] = []
         var deleted: [String]?

@@ -27,6 +27,10 @@ public struct FileAttributes: Sendable, Equatable {
     public var modified: Double
     public var changed: Double
     public var accessed: Double
+    /// Made up from answers that change without the file system hearing of it (the
+    /// mount's `.history/`, `.trash/`, `.notes/events`): the kernel keeps none of it,
+    /// neither names, attributes, listings nor pages.
+    public var volatile = false
 
     public init(
         inode: Inode, isDirectory: Bool, permissions: UInt32, size: UInt64, linkCount: UInt32,

@@ -62,8 +62,8 @@ extension FuseMount {
         entry.ino = attributes.inode
         entry.generation = 1
         entry.attr = makeStat(attributes)
-        entry.attr_timeout = options.attributeTimeout
-        entry.entry_timeout = options.entryTimeout
+        entry.attr_timeout = attributes.volatile ? 0 : options.attributeTimeout
+        entry.entry_timeout = attributes.volatile ? 0 : options.entryTimeout
         return entry
     }
 
@@ -95,8 +95,9 @@ extension FuseMount {
 
     func replyAttributes(_ request: fuse_req_t?, _ body: () throws(FileSystemError) -> FileAttributes) {
         do {
-            var attributes = makeStat(try body())
-            fuse_reply_attr(request, &attributes, options.attributeTimeout)
+            let attributes = try body()
+            var stat = makeStat(attributes)
+            fuse_reply_attr(request, &stat, attributes.volatile ? 0 : options.attributeTimeout)
         } catch {
             fuse_reply_err(request, error.errno)
         }
@@ -149,7 +150,9 @@ extension FuseMount {
         var index = max(offset, 0)
         while index < entries.count {
             let item = entries[index]
-            let isDot = item.name == "." || item.name == ".."
+            // No node for dots, nor for volatile entries: the kernel would make and then
+            // drop an inode for each (10,000 of them in a large trash).
+            let isDot = item.name == "." || item.name == ".." || item.attributes.volatile
             let needed: Int
             if plus {
                 var entry = entry(item.attributes)
@@ -290,7 +293,13 @@ extension FuseMount {
                 let mode = OpenMode(flags: info.flags)
                 info.fh = try mount.fileSystem.open(inode, mode: mode)
                 // Pages stay cached across opens; the model invalidates them on remote changes.
-                info.keep_cache = 1
+                // A volatile file is read through each time (a log that grows, a version
+                // fetched from notesd).
+                if (try? mount.fileSystem.attributes(of: inode))?.volatile == true {
+                    info.direct_io = 1
+                } else {
+                    info.keep_cache = 1
+                }
                 // A handle that may write gets a FLUSH on close, and close(2) returns once
                 // the file model has saved it (`FileSystem.flush`): a closed file survives
                 // `kill -9` of the mount. RELEASE comes later and asynchronously, so saving
@@ -335,11 +344,14 @@ extension FuseMount {
         operations.opendir = { request, inode, info in
             let mount = mountOf(request)
             mount.replyOpen(request, info) { (info: inout fuse_file_info) throws(FileSystemError) in
-                guard try mount.fileSystem.attributes(of: inode).isDirectory else { throw FileSystemError(ENOTDIR) }
+                let attributes = try mount.fileSystem.attributes(of: inode)
+                guard attributes.isDirectory else { throw FileSystemError(ENOTDIR) }
                 info.fh = mount.openListing(inode)
                 // The kernel may keep the listing; the model invalidates the folder on change.
-                info.cache_readdir = 1
-                info.keep_cache = 1
+                if !attributes.volatile {
+                    info.cache_readdir = 1
+                    info.keep_cache = 1
+                }
             }
         }
         operations.readdir = { request, _, size, offset, info in

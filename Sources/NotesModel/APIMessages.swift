@@ -75,6 +75,45 @@ public enum API {
         public init(zone: ZoneID) { self.zone = zone }
     }
 
+    /// A zone's trash: its deleted records the caller may read, newest deletion first.
+    public struct Trash: Codable, Sendable {
+        public var trash: [TrashedRecord]
+        public init(trash: [TrashedRecord]) { self.trash = trash }
+    }
+
+    /// Brings a trashed record back (a folder with what was trashed below it). Without
+    /// `parent` it goes back where it was; `parent: null` is the zone's root.
+    public struct Restore: Codable, Sendable {
+        public var zone: ZoneID
+        public var recordName: String
+        public var parent: String??
+        public var name: String?
+
+        public init(zone: ZoneID, recordName: String, parent: String?? = nil, name: String? = nil) {
+            self.zone = zone; self.recordName = recordName; self.parent = parent; self.name = name
+        }
+
+        enum CodingKeys: String, CodingKey { case zone, recordName, parent, name }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            zone = try container.decode(ZoneID.self, forKey: .zone)
+            recordName = try container.decode(String.self, forKey: .recordName)
+            parent = container.contains(.parent) ? .some(try container.decodeNil(forKey: .parent) ? nil : try container.decode(String.self, forKey: .parent)) : nil
+            name = try container.decodeIfPresent(String.self, forKey: .name)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(zone, forKey: .zone)
+            try container.encode(recordName, forKey: .recordName)
+            if let parent {
+                if let parent { try container.encode(parent, forKey: .parent) } else { try container.encodeNil(forKey: .parent) }
+            }
+            try container.encodeIfPresent(name, forKey: .name)
+        }
+    }
+
     public struct Zones: Codable, Sendable {
         public var zones: [Zone]
         public init(zones: [Zone]) { self.zones = zones }

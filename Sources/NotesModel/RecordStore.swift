@@ -44,6 +44,9 @@ public protocol RecordStore: Sendable {
     /// Deletes the versions the retention rule no longer keeps; returns how many.
     @discardableResult
     func pruneVersions(maxRecords: Int) async throws(NotesError) -> Int
+    /// Purges what was deleted more than `storage.trashDays` ago, with its history, at
+    /// most `maxRecords` per transaction; returns how many trashed records went.
+    func purgeTrash(maxRecords: Int) async throws(NotesError) -> Int
 
     // MARK: Zones
 
@@ -69,6 +72,17 @@ public protocol RecordStore: Sendable {
     /// A page of a record's history, newest first (the record itself first of all).
     /// - Parameter before: a change tag from the previous page: only older versions.
     func versions(of recordName: String, in zone: ZoneID, actor: String, limit: Int, before: String?) async throws(NotesError) -> API.Versions
+    /// The zone's deleted records that the caller may read, newest deletion first.
+    func trash(in zone: ZoneID, actor: String) async throws(NotesError) -> [TrashedRecord]
+    /// `trash(in:actor:)` as the JSON of `API.Trash` (a backend may write it straight
+    /// from its rows).
+    func trashJSON(in zone: ZoneID, actor: String) async throws(NotesError) -> [UInt8]
+    /// A trashed record and what was trashed below it, with their content, parents
+    /// first (`restoreFromTrash` saves them back).
+    func trashedContent(in zone: ZoneID, under recordName: String, actor: String) async throws(NotesError) -> [TrashedContent]
+    /// After a restore saved them: the records' histories joined to their earlier
+    /// versions, and their trash entries gone.
+    func finishRestore(_ records: [(recordName: String, createdSeq: Int64)], in zone: ZoneID) async throws(NotesError)
 
     // MARK: Shares
 

@@ -7,10 +7,18 @@ public struct StoragePolicy: Sendable, Equatable {
     /// (a participant's writes count for the owner, as in iCloud); nil: no limit.
     public var quotaBytes: Int64?
     public var retention: VersionRetention
+    /// Days a deleted record stays in the trash before it and its history are purged.
+    public var trashDays: Int
 
-    public init(quotaBytes: Int64? = StoragePolicy.defaultQuotaBytes, retention: VersionRetention = VersionRetention()) {
+    public init(quotaBytes: Int64? = StoragePolicy.defaultQuotaBytes, retention: VersionRetention = VersionRetention(), trashDays: Int = 30) {
         self.quotaBytes = quotaBytes
         self.retention = retention
+        self.trashDays = trashDays
+    }
+
+    /// Records deleted before this are purged from the trash at `now`.
+    package func trashExpiring(at now: Date) -> Date {
+        now.addingTimeInterval(-Double(trashDays) * 86_400)
     }
 
     /// 10 GiB: room for a million notes of a few kilobytes with their histories.

@@ -33,10 +33,12 @@ public enum MountRunner {
         let tree = try NoteTree(account: account, replica: replica, cacheDirectory: cacheDirectory) {
             engineBox.withLock { $0 }?.requestUpload()
         }
-        let engine = SyncEngine(client: client, replica: replica, tree: tree, logger: logger, conflictMarkers: conflictMarkers)
+        let events = try EventLog(path: URL(fileURLWithPath: cacheDirectory).appendingPathComponent("events-\(account).jsonl").path)
+        let engine = SyncEngine(client: client, replica: replica, tree: tree, logger: logger, conflictMarkers: conflictMarkers, events: events)
         engineBox.withLock { $0 = engine }
 
-        let mount = FuseMount(mountpoint: mountpoint, fileSystem: tree)
+        let fileSystem = VirtualFolders(tree: tree, service: client, events: events) { engine.requestFetch() }
+        let mount = FuseMount(mountpoint: mountpoint, fileSystem: fileSystem)
         do {
             try mount.mount()
         } catch {

@@ -20,6 +20,9 @@ extension NoteTree {
     public func applyRemote(_ effects: RemoteEffects, after mark: UInt64? = nil) {
         var invalidations: [Invalidation] = []
         state.withLock { state in
+            for zone in Set(effects.updated.map(\.key.zone) + effects.removed.map(\.zone)) {
+                state.zoneGenerations[zone, default: 0] &+= 1
+            }
             var effects = effects
             if let mark {
                 let local = Set((effects.updated.map(\.key) + effects.removed).filter { state.localChange[$0, default: 0] > mark })

@@ -20,6 +20,9 @@ public final class NoteTree: Sendable {
         var index: [RecordKey: Inode] = [:]
         var shares: [String: Share] = [:]
         var zones: [ZoneID: DatabaseScope] = [:]
+        /// Counts the changes from notesd applied to each zone, so that what is made up
+        /// from notesd's answers about a zone (`VirtualFolders`) knows when to ask again.
+        var zoneGenerations: [ZoneID: UInt64] = [:]
         /// Records whose file an editor renamed to a backup name: the next file created
         /// under the old name takes the record back (vim's backup-and-rename save).
         var detached: [DetachedName: DetachedRecord] = [:]

@@ -12,6 +12,8 @@ public protocol NotesService: Sendable {
     func records(_ names: [String], in zone: ZoneID) async throws(NotesError) -> [Record]
     func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int?) async throws(NotesError) -> ZoneChanges
     func versions(of recordName: String, in zone: ZoneID) async throws(NotesError) -> [RecordVersion]
+    func trash(in zone: ZoneID) async throws(NotesError) -> [TrashedRecord]
+    func restoreFromTrash(_ recordName: String, in zone: ZoneID, parent: String??, name: String?) async throws(NotesError) -> [Record]
     func shares() async throws(NotesError) -> [Share]
     /// The daemon's notices, until the connection ends.
     func events() -> AsyncThrowingStream<NotesClient.StreamEvent, any Error>

@@ -54,7 +54,11 @@ public final class SyncEngine: Sendable {
     /// into a conflict copy (`notes mount --conflict-markers`).
     let conflictMarkers: Bool
 
-    public init(client: any NotesService, replica: Replica, tree: NoteTree, logger: Logger, conflictMarkers: Bool = false) {
+    /// Where changes from notesd are told (`.notes/events`), if anywhere.
+    let events: EventLog?
+
+    public init(client: any NotesService, replica: Replica, tree: NoteTree, logger: Logger, conflictMarkers: Bool = false, events: EventLog? = nil) {
+        self.events = events
         self.conflictMarkers = conflictMarkers
         self.client = client
         self.replica = replica
@@ -313,6 +317,8 @@ public final class SyncEngine: Sendable {
             for name in result.deleted {
                 try replica.markDeleted(RecordKey(zone: zone, recordName: name), dirty: dirty[name] ?? 0)
             }
+            // What notesd says of the zone's history and trash changed too.
+            tree.noteChanged(zone)
             logger.debug("uploaded \(saves.count) saves and \(deletes.count) deletes to \(zone)")
             serverFault.withLock { $0 = nil }
             return true
@@ -533,8 +539,19 @@ public final class SyncEngine: Sendable {
                 throw error
             }
             let mark = tree.localMark()
+            // What went, named while the mount still shows it (none on a first fetch).
+            let gone = fromScratch || events == nil ? [] : page.deleted.map { name in
+                EventLog.Event(change: "deleted", zone: zone, recordName: name, path: tree.path(of: RecordKey(zone: zone, recordName: name)))
+            }
             let effects = try replica.applyRemote(zone, records: page.records, deleted: page.deleted, token: page.changeToken, scope: scope)
             tree.applyRemote(effects, after: mark)
+            if let events, !fromScratch {
+                events.append(gone + page.records.map { record in
+                    EventLog.Event(
+                        change: "saved", zone: zone, recordName: record.recordName, path: tree.path(of: RecordKey(zone: zone, recordName: record.recordName)),
+                        name: record.name, type: record.recordType, by: record.modifiedBy, at: record.modifiedAt, share: record.shareID)
+                })
+            }
             if fromScratch { seen.formUnion(page.records.map(\.recordName)) }
             token = page.changeToken
             if !page.moreComing { break }

@@ -188,6 +188,19 @@ enum PostgresMigrations {
         Migration(version: 3, name: "views of public links", sql: """
             ALTER TABLE shares ADD COLUMN public_views BIGINT NOT NULL DEFAULT 0;
             """),
+        Migration(version: 4, name: "the trash, and who deleted", sql: """
+            -- One row per deleted record until it is restored or purged; its content is its
+            -- last version (versions.seq = version_seq), its history the versions with its
+            -- created_seq.
+            CREATE TABLE trash (
+                owner TEXT NOT NULL, zone TEXT NOT NULL, record_name TEXT NOT NULL,
+                created_seq BIGINT NOT NULL, version_seq BIGINT NOT NULL, deleted_seq BIGINT NOT NULL,
+                record_type TEXT NOT NULL, name TEXT NOT NULL, parent TEXT NOT NULL, share_id TEXT,
+                size BIGINT NOT NULL, deleted_by TEXT NOT NULL, deleted_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (owner, zone, record_name)
+            );
+            CREATE INDEX trash_by_age ON trash(deleted_at);
+            """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared

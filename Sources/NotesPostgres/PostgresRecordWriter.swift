@@ -63,13 +63,9 @@ final class PostgresRecordWriter {
             "SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND parent = \(existing.recordName)", as: String.self)
         guard try RecordRules.checkEmptied(existing, children: children, deleting: deleting, savedParents: savedParents) == .now else { return false }
         let seq = context.nextSeq()
-        try await PostgresRecords.keepVersion(sql, existing.recordName, in: zone)
-        try await sql.execute("DELETE FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(existing.recordName)")
+        _ = try await sql.rows(DeleteRecord(
+            owner: zone.owner, zone: zone.name, recordName: existing.recordName, seq: seq, actor: actor, now: context.now.storedValue))
         folders[existing.recordName] = nil
-        try await sql.execute("""
-            INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind)
-            VALUES (\(zone.owner), \(zone.name), \(existing.recordName), \(seq), \(existing.shareID), 'deleted')
-            """)
         if let rootOf {
             folders.removeAll()
             forgetReadAhead()
@@ -95,21 +91,17 @@ final class PostgresRecordWriter {
         if let existing {
             try await checkUpdate(save, existing: existing, ownShare: ownShare, parentShare: parentShare, newShare: newShare)
             try await PostgresRecords.keepVersion(sql, save.recordName, in: zone)
-            try await sql.execute("""
-                UPDATE records SET name = \(save.name), parent = \(save.parent ?? ""), body = \(body), bytes = \(save.bytes), modified_at = \(now),
-                    modified_by = \(actor), seq = \(seq), share_id = \(newShare)
-                WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(save.recordName)
-                """)
+            _ = try await sql.rows(UpdateRecord(
+                owner: zone.owner, zone: zone.name, recordName: save.recordName, name: save.name, parent: save.parent ?? "",
+                body: body, bytes: save.bytes, now: now, actor: actor, seq: seq, shareID: newShare))
             if existing.shareID != newShare {
                 try await moveSubtree(of: existing, from: existing.shareID, to: newShare, recordSeq: seq)
             }
         } else {
             try RecordRules.checkCreate(save, newShare: newShare, access: access)
-            try await sql.execute("""
-                INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id, created_seq)
-                VALUES (\(zone.owner), \(zone.name), \(save.recordName), \(save.recordType.rawValue), \(save.name), \(save.parent ?? ""), \(body), \(save.bytes),
-                        \(now), \(now), \(actor), \(seq), \(newShare), \(seq))
-                """)
+            _ = try await sql.rows(InsertRecord(
+                owner: zone.owner, zone: zone.name, recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name,
+                parent: save.parent ?? "", body: body, bytes: save.bytes, now: now, actor: actor, seq: seq, shareID: newShare))
         }
         let saved = RecordRules.saved(save, zone: zone, existing: existing, now: context.now, actor: actor, seq: seq, share: newShare)
         if save.recordType == .folder { folders[save.recordName] = saved }

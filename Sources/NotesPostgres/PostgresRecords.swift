@@ -39,12 +39,7 @@ enum PostgresRecords {
     /// Keeps the record's current state as a version before it is overwritten or
     /// deleted; the versions table holds every state but the current one.
     static func keepVersion(_ sql: SQL, _ recordName: String, in zone: ZoneID) async throws {
-        try await sql.execute("""
-            INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at, created_seq)
-            SELECT owner, zone, record_name, seq, name, parent, body,
-                   COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0), modified_by, modified_at, created_seq
-            FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName)
-            """)
+        _ = try await sql.rows(KeepVersion(owner: zone.owner, zone: zone.name, recordName: recordName))
     }
 
     /// The record names below `recordName` (not itself), at any depth.
@@ -88,24 +83,7 @@ enum PostgresRecords {
     static func accessAndUsage(_ sql: SQL, zone: ZoneID, actor: String, records names: [String] = [])
         async throws -> (access: ZoneAccess, ownerUsage: Int64, participants: [String], records: [Record])
     {
-        let participant = zone.owner != actor
-        guard let row = try await sql.row("""
-            SELECT z.epoch,
-                COALESCE((SELECT json_agg(json_build_object('id', s.id, 'root', s.root_record))
-                          FROM shares s WHERE s.owner = z.owner AND s.zone = z.name AND NOT s.stopped), '[]')::text,
-                COALESCE((SELECT json_agg(json_build_object('id', s.id, 'public', s.public_permission, 'role', p.role,
-                                                            'permission', p.permission, 'status', p.status, 'seq', p.changed_seq))
-                          FROM participants p JOIN shares s ON s.id = p.share_id
-                          WHERE \(participant) AND s.owner = z.owner AND s.zone = z.name AND p.account = \(actor)), '[]')::text,
-                COALESCE((SELECT bytes FROM usage WHERE owner = z.owner), 0),
-                ARRAY(SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
-                      WHERE s.owner = z.owner AND s.zone = z.name AND NOT s.stopped AND p.status = 'accepted'
-                        AND p.account IS NOT NULL AND p.role != 'owner'),
-                COALESCE((SELECT json_agg(json_build_object('r', r.record_name, 't', r.record_type, 'n', r.name, 'p', r.parent, 'c', r.created_at,
-                                                            'm', r.modified_at, 'b', r.modified_by, 's', r.seq, 'h', r.share_id))
-                          FROM records r WHERE r.owner = z.owner AND r.zone = z.name AND r.record_name = ANY(\(names))), '[]')::text
-            FROM zones z WHERE z.owner = \(zone.owner) AND z.name = \(zone.name)
-            """) else {
+        guard let row = try await sql.rows(ReadForModify(owner: zone.owner, zone: zone.name, actor: actor, records: names)).first else {
             throw ZoneAccess.missing(zone, actor: actor)
         }
         let (epoch, sharesJSON, participationsJSON, usage, accounts, recordsJSON) = try row.decode((Int64, String, String, Int64, [String], String).self)

@@ -138,6 +138,7 @@ extension PostgresStore {
             try await sql.execute("DELETE FROM records WHERE owner = \(name)")
             try await sql.execute("DELETE FROM tombstones WHERE owner = \(name)")
             try await sql.execute("DELETE FROM versions WHERE owner = \(name)")
+            try await sql.execute("DELETE FROM trash WHERE owner = \(name)")
             try await sql.execute("DELETE FROM zone_tombstones WHERE owner = \(name)")
             try await sql.execute("DELETE FROM zones WHERE owner = \(name)")
             // Others' shares it took part in: it leaves them, and their owners are told.

@@ -50,6 +50,7 @@ extension PostgresStore {
             try await sql.execute("DELETE FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name)")
             try await sql.execute("DELETE FROM tombstones WHERE owner = \(zone.owner) AND zone = \(zone.name)")
             try await sql.execute("DELETE FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name)")
+            try await sql.execute("DELETE FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name)")
             try await sql.execute("DELETE FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)")
             try await sql.execute("INSERT INTO zone_tombstones (owner, name, seq) VALUES (\(zone.owner), \(zone.name), \(context.nextSeq()))")
             context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))
@@ -124,19 +125,8 @@ extension PostgresStore {
         return try await read { sql in
             let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
             let page = try ChangePage(access: access, since: parsed, limit: limit, current: try await PostgresRecords.currentSeq(sql))
-            // The owner reads the whole zone, a participant the shares it may read. Sizes
-            // first, so that content past the page's byte bound is never sent.
-            let owner = zone.owner, name = zone.name, since = page.since
-            let recordFilter: PostgresQuery
-            let tombstoneFilter: PostgresQuery
-            if access.isOwner {
-                recordFilter = "owner = \(owner) AND zone = \(name) AND seq > \(since)"
-                tombstoneFilter = "owner = \(owner) AND zone = \(name) AND seq > \(since) AND kind = 'deleted'"
-            } else {
-                let shares = access.readableShares
-                recordFilter = "owner = \(owner) AND zone = \(name) AND seq > \(since) AND share_id = ANY(\(shares))"
-                tombstoneFilter = recordFilter
-            }
+            // Sizes first, so that content past the page's byte bound is never sent.
+            let (recordFilter, tombstoneFilter) = Self.changeFilters(zone, access: access, since: page.since)
             let sizes = try await sql.column(
                 recordFilter.selecting("COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)", from: "records", limit: limit + 1), as: Int.self)
             let (count, cutShort) = ChangePage.fitting(contentSizes: sizes)

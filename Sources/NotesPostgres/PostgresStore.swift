@@ -142,6 +142,13 @@ struct SQL {
         for try await _ in try await connection.query(query, logger: logger) {}
     }
 
+    /// Every row of a prepared statement's answer.
+    func rows<Statement: PreparedRows>(_ statement: Statement) async throws -> [PostgresRow] {
+        var rows: [PostgresRow] = []
+        for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+        return rows
+    }
+
     /// Every row of the answer.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
         var rows: [PostgresRow] = []
@@ -194,7 +201,7 @@ final class PostgresWrite {
     /// Takes the counter row for the transaction when `sequenced`: other writers that
     /// need it wait until this one commits, and then read what it wrote.
     static func begin(_ sql: SQL, now: Date, sequenced: Bool) async throws -> PostgresWrite {
-        let current = sequenced ? try await sql.value("SELECT value FROM counters WHERE name = 'seq' FOR UPDATE", as: Int64.self) ?? 0 : 0
+        let current = sequenced ? try await sql.rows(LockCounter()).first?.decode(Int64.self) ?? 0 : 0
         return PostgresWrite(sql: sql, now: now, seq: current, sequenced: sequenced)
     }
 
@@ -226,13 +233,8 @@ final class PostgresWrite {
     /// before the commit.
     func finish(notifying channel: String, _ payloads: [String]) async throws {
         if let zone = pendingZone {
-            // (Data-modifying WITHs always run; `notified` runs because the query reads it.)
-            let row = try await sql.row("""
-                WITH counter AS (UPDATE counters SET value = \(seq) WHERE name = 'seq' AND \(seq != startSeq) RETURNING 1),
-                     zone AS (UPDATE zones SET changed_seq = \(seq) WHERE owner = \(zone.owner) AND name = \(zone.name) RETURNING 1),
-                     notified AS (SELECT pg_notify(\(channel), payload) FROM unnest(\(payloads)::text[]) AS payload)
-                SELECT COALESCE((SELECT bytes FROM usage WHERE owner = \(zone.owner)), 0), (SELECT count(*) FROM notified)
-                """)
+            let row = try await sql.rows(FinishModify(
+                seq: seq, advanced: seq != startSeq, owner: zone.owner, zone: zone.name, channel: channel, payloads: payloads)).first
             var usage: Int64 = 0
             if let row { (usage, _) = try row.decode((Int64, Int64).self) }
             try checkUsage?(usage)

@@ -59,6 +59,19 @@ struct RecordController {
             return JSONResponse.make(try await store.versions(
                 of: body.recordName, in: body.zone, actor: actor, limit: body.limit ?? Limits.defaultVersionsPage, before: body.before))
         }
+        group.post("records/trash") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(API.ZoneRef.self)
+            return JSONResponse.raw(try await store.trashJSON(in: body.zone, actor: actor))
+        }
+        group.post("records/restore") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(API.Restore.self)
+            let restored = try await store.restoreFromTrash(body.recordName, in: body.zone, parent: body.parent, name: body.name, actor: actor)
+            return JSONResponse.make(API.Records(records: restored))
+        }
         group.post("changes") { request, context in
             let actor = try context.account().name
             var request = request

@@ -215,6 +215,21 @@ enum Migrations {
         migrator.registerMigration("v7: views of public links") { db in
             try db.execute(sql: "ALTER TABLE shares ADD COLUMN public_views INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v8: the trash, and who deleted") { db in
+            try db.execute(sql: """
+                -- One row per deleted record until it is restored or purged; its content is
+                -- its last version (versions.seq = version_seq), its history the versions
+                -- with its created_seq.
+                CREATE TABLE trash (
+                    owner TEXT NOT NULL, zone TEXT NOT NULL, record_name TEXT NOT NULL,
+                    created_seq INTEGER NOT NULL, version_seq INTEGER NOT NULL, deleted_seq INTEGER NOT NULL,
+                    record_type TEXT NOT NULL, name TEXT NOT NULL, parent TEXT NOT NULL, share_id TEXT,
+                    size INTEGER NOT NULL, deleted_by TEXT NOT NULL, deleted_at REAL NOT NULL,
+                    PRIMARY KEY (owner, zone, record_name)
+                );
+                CREATE INDEX trash_by_age ON trash(deleted_at);
+                """)
+        }
         return migrator
     }
 }

@@ -38,6 +38,12 @@ final class RecordWriter {
         guard try RecordRules.checkEmptied(existing, children: children, deleting: deleting, savedParents: savedParents) == .now else { return false }
         let seq = context.nextSeq()
         try StoredRecord.keepVersion(db, existing.recordName, in: zone)
+        try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO trash (owner, zone, record_name, created_seq, version_seq, deleted_seq, record_type, name, parent, share_id, size, deleted_by, deleted_at)
+            SELECT owner, zone, record_name, created_seq, seq, ?, record_type, name, parent, share_id,
+                   COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0), ?, ?
+            FROM records WHERE owner = ? AND zone = ? AND record_name = ?
+            """).execute(arguments: [seq, actor, context.now.storedValue, zone.owner, zone.name, existing.recordName])
         try db.cachedStatement(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [zone.owner, zone.name, existing.recordName])
         folders[existing.recordName] = nil
         try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'deleted')").execute(arguments: [zone.owner, zone.name, existing.recordName, seq, existing.shareID])

@@ -126,7 +126,7 @@ extension SQLiteStore {
                     stopped += 1
                 }
             }
-            for table in ["records", "tombstones", "versions", "zone_tombstones"] {
+            for table in ["records", "tombstones", "versions", "zone_tombstones", "trash"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE owner = ?", arguments: [name])
             }
             try db.cachedStatement(sql: "DELETE FROM zones WHERE owner = ?").execute(arguments: [name])

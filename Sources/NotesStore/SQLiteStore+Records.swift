@@ -46,7 +46,7 @@ extension SQLiteStore {
                 try shares.stop(shareID: shareID, zone: zone)
             }
             let db = context.db
-            for table in ["records", "tombstones", "versions"] {
+            for table in ["records", "tombstones", "versions", "trash"] {
                 try db.cachedStatement(sql: "DELETE FROM \(table) WHERE owner = ? AND zone = ?").execute(arguments: [zone.owner, zone.name])
             }
             try db.cachedStatement(sql: "DELETE FROM zones WHERE owner = ? AND name = ?").execute(arguments: [zone.owner, zone.name])

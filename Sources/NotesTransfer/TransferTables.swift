@@ -75,6 +75,11 @@ struct TransferTable: Sendable {
             ("permission", .text), ("status", .text), ("changed_seq", .integer),
         ]),
         TransferTable("password_attempts", [("key", .text), ("window_start", .real), ("failures", .integer)]),
+        TransferTable("trash", [
+            ("owner", .text), ("zone", .text), ("record_name", .text), ("created_seq", .integer), ("version_seq", .integer),
+            ("deleted_seq", .integer), ("record_type", .text), ("name", .text), ("parent", .text), ("share_id", .text),
+            ("size", .integer), ("deleted_by", .text), ("deleted_at", .real),
+        ]),
     ]
 
     /// Compared after the copy but not copied: PostgreSQL's triggers fill it from the

@@ -160,7 +160,8 @@ struct ResultRow {
     var count: Int
     var notes: Double
     var baseline: Double
-    var aim: Double
+    /// The ratio aimed at; `nil` for a row shown for comparison only.
+    var aim: Double?
 
     var line: String {
         let notesRate = Double(count) / notes
@@ -170,8 +171,8 @@ struct ResultRow {
             + String(format: "%8.0f", notesRate).leftPad(14)
             + String(format: "%8.0f", baseRate).leftPad(14)
             + String(format: "%.2f", ratio).leftPad(8)
-            + String(format: "≥%.2f", aim).leftPad(8)
-            + "  \(unit)" + (ratio >= aim ? "" : "  (below aim)")
+            + (aim.map { String(format: "≥%.2f", $0) } ?? "").leftPad(8)
+            + "  \(unit)" + (ratio >= (aim ?? 0) ? "" : "  (below aim)")
     }
 }
 

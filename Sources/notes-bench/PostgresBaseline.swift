@@ -5,9 +5,18 @@ import NotesPostgres
 import PostgresNIO
 
 /// The same work straight through postgres-nio from this process, on the same server
-/// and database as notesd: a records table of notesd's shape and indexes (in a schema
-/// of its own, dropped at the end), one transaction per save or per batch, and a full
-/// read decoded into `Record` values.
+/// and database as notesd, two ways:
+///
+/// - the same statements: what notesd sends for a modify (`LockCounter`,
+///   `ReadForModify`, `InsertRecord`, `FinishModify` from NotesPostgres, prepared as
+///   notesd prepares them), into notesd's own tables, in a zone of its own: what notesd
+///   adds on top is HTTP, JSON, identity and the sharing rules between the statements;
+/// - a bare INSERT: a records table of notesd's shape and indexes (in a schema of its
+///   own, dropped at the end), one transaction per save or per batch: what the change
+///   counter, the access read, versions, usage and notices cost on top of storing a row.
+///
+/// The change fetch is measured against a full read of the bare table decoded into
+/// `Record` values.
 struct PostgresBaseline {
     let client: PostgresClient
     let logger = Logger(label: "notes-bench.postgres")
@@ -19,9 +28,11 @@ struct PostgresBaseline {
 
     /// Runs the pool around `body`, with the table made first and dropped after.
     func run<T: Sendable>(_ body: (PostgresBaseline) async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
+        // The pool runs in a task that is cancelled, not awaited: awaiting its end after
+        // cancelling it (in a task group) hung the bench two runs in six.
+        let pool = Task { [client] in await client.run() }
+        defer { pool.cancel() }
+        do {
             try await client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \(Self.schema) CASCADE"), logger: logger)
             try await client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(Self.schema)"), logger: logger)
             try await client.query(PostgresQuery(unsafeSQL: """
@@ -49,6 +60,40 @@ struct PostgresBaseline {
             """, logger: logger)
     }
 
+    /// notesd's statements for one modify of `saves`, in one transaction, with nothing
+    /// between them: BEGIN, the counter, the access read, an INSERT per record, the
+    /// zone's change number with the counter and its notice, COMMIT.
+    private func modify(_ saves: some Collection<RecordSave>, in zone: ZoneID, feed: PostgresChangeFeed) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            var seq: Int64 = 0
+            for try await row in try await connection.execute(LockCounter(), logger: logger) { seq = try row.decode(Int64.self) }
+            let names = saves.map(\.recordName)
+            for try await _ in try await connection.execute(
+                ReadForModify(owner: zone.owner, zone: zone.name, actor: zone.owner, records: names), logger: logger) {}
+            let now = Date().timeIntervalSince1970
+            for save in saves {
+                seq += 1
+                for try await _ in try await connection.execute(InsertRecord(
+                    owner: zone.owner, zone: zone.name, recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name,
+                    parent: "", body: save.body.map { Data($0.utf8) }, bytes: nil, now: now, actor: zone.owner, seq: seq, shareID: nil),
+                    logger: logger) {}
+            }
+            let payloads = feed.payloads(for: [ChangeNotice(account: zone.owner, scope: .private, zone: zone)], seq: seq)
+            for try await _ in try await connection.execute(FinishModify(
+                seq: seq, advanced: true, owner: zone.owner, zone: zone.name, channel: feed.channel, payloads: payloads), logger: logger) {}
+        }
+    }
+
+    /// One modify per save, as notesd's statements (see `modify`).
+    func saveEach(_ saves: ArraySlice<RecordSave>, in zone: ZoneID, feed: PostgresChangeFeed) async throws {
+        for save in saves { try await modify([save], in: zone, feed: feed) }
+    }
+
+    /// One modify of the whole batch, as notesd's statements (see `modify`).
+    func saveBatch(_ saves: [RecordSave], in zone: ZoneID, feed: PostgresChangeFeed) async throws {
+        try await modify(saves, in: zone, feed: feed)
+    }
+
     func insertEach(_ saves: ArraySlice<RecordSave>, from first: Int) async throws {
         for (offset, save) in saves.enumerated() {
             try await client.withTransaction(logger: logger) { connection in try await insert(connection, save, seq: first + offset) }
@@ -58,6 +103,51 @@ struct PostgresBaseline {
     func insertBatch(_ saves: [RecordSave], from first: Int) async throws {
         try await client.withTransaction(logger: logger) { connection in
             for (offset, save) in saves.enumerated() { try await insert(connection, save, seq: first + offset) }
+        }
+    }
+
+    /// Pages through a zone of notesd's own tables with notesd's statements for a page of
+    /// changes (a snapshot; the access read; the counter; the content sizes; the
+    /// tombstones; the records), each page's rows decoded into `Record` values.
+    func fetchLikeNotesd(_ zone: ZoneID, pageSize: Int) async throws -> Int {
+        var since: Int64 = 0
+        var count = 0
+        while true {
+            let (rows, more): (Int, Int64?) = try await client.withConnection { connection in
+                try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+                for try await _ in try await connection.execute(ReadForModify(owner: zone.owner, zone: zone.name, actor: zone.owner, records: []), logger: logger) {}
+                for try await _ in try await connection.query("SELECT value FROM counters WHERE name = 'seq'", logger: logger) {}
+                var sizes = 0
+                for try await _ in try await connection.query("""
+                    SELECT COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0) FROM records
+                    WHERE owner = \(zone.owner) AND zone = \(zone.name) AND seq > \(since) ORDER BY seq LIMIT \(pageSize + 1)
+                    """, logger: logger) { sizes += 1 }
+                for try await _ in try await connection.query("""
+                    SELECT seq, record_name FROM tombstones WHERE owner = \(zone.owner) AND zone = \(zone.name) AND seq > \(since) AND kind = 'deleted'
+                    ORDER BY seq LIMIT \(pageSize + 1)
+                    """, logger: logger) {}
+                var last: Int64 = since
+                var read = 0
+                let rows = try await connection.query("""
+                    SELECT record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id FROM records
+                    WHERE owner = \(zone.owner) AND zone = \(zone.name) AND seq > \(since) ORDER BY seq LIMIT \(pageSize)
+                    """, logger: logger)
+                for try await (recordName, type, name, parent, body, _, created, modified, modifiedBy, seq, shareID)
+                    in rows.decode((String, String, String, String, Data?, Data?, Double, Double, String, Int64, String?).self) {
+                    _ = NotesModel.Record(
+                        recordName: recordName, zone: zone, recordType: RecordType(rawValue: type) ?? .note, name: name,
+                        parent: parent.isEmpty ? nil : parent, body: body.map { String(decoding: $0, as: UTF8.self) }, bytes: nil,
+                        createdAt: Date(timeIntervalSince1970: created), modifiedAt: Date(timeIntervalSince1970: modified),
+                        modifiedBy: modifiedBy, changeTag: String(seq, radix: 36), shareID: shareID)
+                    last = seq
+                    read += 1
+                }
+                try await connection.query("COMMIT", logger: logger)
+                return (read, sizes > pageSize ? last : nil)
+            }
+            count += rows
+            guard let more else { return count }
+            since = more
         }
     }
 

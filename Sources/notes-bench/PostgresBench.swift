@@ -29,8 +29,13 @@ struct PostgresBench {
         let account = try await onA.whoami().name
         let zone = ZoneID(owner: account, name: "bench")
         _ = try await onA.createZone(named: "bench")
+        // The baseline's own zone, for notesd's statements sent straight through postgres-nio.
+        let rawZone = ZoneID(owner: account, name: "bench-raw")
+        _ = try await onA.createZone(named: rawZone.name)
+        let feed = PostgresChangeFeed(instance: "notes-bench")
         let baseline = PostgresBaseline(location: location)
         var rows: [ResultRow] = []
+        var bareRows: [ResultRow] = []
         var rss = 0.0
 
         try await baseline.run { baseline in
@@ -38,12 +43,16 @@ struct PostgresBench {
             // request at a time, then `concurrency` clients at once.
             let saves = (0..<singles).map { RecordSave(recordName: "s\($0)", recordType: .note, name: "s\($0).md", body: body) }
             let half = singles / 2
-            let baseSequential = try await measureAsync { try await baseline.insertEach(saves[..<half], from: 0) }
+            let baseSequential = try await measureAsync { try await baseline.saveEach(saves[..<half], in: rawZone, feed: feed) }
+            let bareSequential = try await measureAsync { try await baseline.insertEach(saves[..<half], from: 0) }
             let notesSequential = try await measureAsync {
                 for save in saves[..<half] { _ = try await onA.modify(ModifyRequest(zone: zone, saves: [save])) }
             }
             let rest = Array(saves[half...])
             let baseConcurrent = try await measureAsync {
+                try await inLanes(concurrency, rest.count) { _, range in try await baseline.saveEach(rest[range], in: rawZone, feed: feed) }
+            }
+            let bareConcurrent = try await measureAsync {
                 try await inLanes(concurrency, rest.count) { _, range in try await baseline.insertEach(rest[range], from: half + range.lowerBound) }
             }
             let notesConcurrent = try await measureAsync {
@@ -53,41 +62,50 @@ struct PostgresBench {
             }
             rows.append(ResultRow(name: "single saves, 1 client", unit: "saves/s", count: half, notes: notesSequential, baseline: baseSequential, aim: 0.5))
             rows.append(ResultRow(name: "single saves, \(concurrency) clients", unit: "saves/s", count: rest.count, notes: notesConcurrent, baseline: baseConcurrent, aim: 0.5))
+            bareRows.append(ResultRow(name: "single saves, 1 client", unit: "saves/s", count: half, notes: notesSequential, baseline: bareSequential, aim: nil))
+            bareRows.append(ResultRow(name: "single saves, \(concurrency) clients", unit: "saves/s", count: rest.count, notes: notesConcurrent, baseline: bareConcurrent, aim: nil))
             progress("single saves done")
 
             // Batches of 400 until the zone holds `records` records.
             let batchSaves = (0..<records).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "r\($0).md", body: body) }
             let batches = stride(from: 0, to: batchSaves.count, by: Limits.maxBatchItems).map { Array(batchSaves[$0..<min($0 + Limits.maxBatchItems, batchSaves.count)]) }
-            let baseBatches = try await measureAsync {
-                for (index, batch) in batches.enumerated() { try await baseline.insertBatch(batch, from: 1_000_000 + index * Limits.maxBatchItems) }
-            }
-            var done = 0
-            let notesBatches = try await measureAsync {
-                for batch in batches {
-                    _ = try await onA.modify(ModifyRequest(zone: zone, saves: batch))
-                    done += batch.count
-                    if done % 20_000 == 0 { progress("batches: \(done)/\(records)") }
-                }
+            // The three take turns, a batch each: they write to tables that grow as they
+            // go, and PostgreSQL's plans and statistics follow the growth; whichever ran
+            // last would find them settled.
+            var baseBatches = 0.0, bareBatches = 0.0, notesBatches = 0.0
+            for (index, batch) in batches.enumerated() {
+                baseBatches += try await measureAsync { try await baseline.saveBatch(batch, in: rawZone, feed: feed) }
+                bareBatches += try await measureAsync { try await baseline.insertBatch(batch, from: 1_000_000 + index * Limits.maxBatchItems) }
+                notesBatches += try await measureAsync { _ = try await onA.modify(ModifyRequest(zone: zone, saves: batch)) }
+                if (index + 1) * batch.count % 20_000 == 0 { progress("batches: \((index + 1) * batch.count)/\(records)") }
             }
             rows.append(ResultRow(name: "batches of 400", unit: "records/s", count: records, notes: notesBatches, baseline: baseBatches, aim: 0.5))
+            bareRows.append(ResultRow(name: "batches of 400", unit: "records/s", count: records, notes: notesBatches, baseline: bareBatches, aim: nil))
 
-            // All changes of the zone, from no token, paged.
-            var baseCount = 0
+            // All changes of the zone, from no token, paged: notesd's statements for its
+            // pages on the same rows, and a full read of the bare table.
+            var baseCount = 0, sameCount = 0
+            let sameFetch = try await measureAsync { sameCount = try await baseline.fetchLikeNotesd(zone, pageSize: Limits.maxChangesPage) }
             let baseFetch = try await measureAsync { baseCount = try await baseline.fetchAll() }
             var fetched = 0
             let notesFetch = try await measureAsync {
                 try await onA.forEachZoneChangePage(zone, since: nil, limit: Limits.maxChangesPage) { page in fetched += page.records.count }
             }
-            guard fetched == records + singles, baseCount == records + singles else {
-                throw NotesError(.internalError, "fetched \(fetched) records from notesd and \(baseCount) from postgres-nio; expected \(records + singles)")
+            guard fetched == records + singles, baseCount == records + singles, sameCount == records + singles else {
+                throw NotesError(.internalError, "fetched \(fetched) records from notesd, \(sameCount) and \(baseCount) from postgres-nio; expected \(records + singles)")
             }
-            rows.append(ResultRow(name: "fetch all changes", unit: "records/s", count: fetched, notes: notesFetch, baseline: baseFetch, aim: 0.5))
+            rows.append(ResultRow(name: "fetch all changes", unit: "records/s", count: fetched, notes: notesFetch, baseline: sameFetch, aim: 0.5))
+            bareRows.append(ResultRow(name: "fetch all changes", unit: "records/s", count: fetched, notes: notesFetch, baseline: baseFetch, aim: nil))
             rss = a.residentMegabytes()
         }
 
         print("")
+        print("Against notesd's statements sent straight through postgres-nio, on the same rows:")
         print("phase".padding(toLength: 26, withPad: " ", startingAt: 0) + "notesd".leftPad(14) + "postgres-nio".leftPad(14) + "ratio".leftPad(8) + "aim".leftPad(8))
         for row in rows { print(row.line) }
+        print("")
+        print("Against a bare INSERT into a table of the same shape, and one read of all of it (what the counter, access, usage, notices and pages cost):")
+        for row in bareRows { print(row.line) }
         print(String(format: "notesd resident memory with %d records: %.1f MB", records + singles, rss))
 
         try await instances(a: a, onA: onA, zone: zone)

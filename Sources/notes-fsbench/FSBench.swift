@@ -132,6 +132,61 @@ struct FSBench: AsyncParsableCommand {
         let caughtUp = (ContinuousClock.now - back).seconds
         print(String(format: "catch-up after offline: %d saves queued in %.2f s; notesd back → all on the other mount in %.2f s: %.0f saves/s (aim ≥ 1,000)",
                      catchUp, queuing, caughtUp, Double(catchUp) / caughtUp))
+
+        try await historyAndTrash(client: aliceClient, mount: alice, shm: shm)
+    }
+
+    /// Listing `.history/NOTE/` of a note with 1,000 versions and a `.trash/` of 10,000
+    /// entries (each asks notesd), next to listing a tmpfs folder of as many files.
+    func historyAndTrash(client: NotesClient, mount: Mount, shm: String) async throws {
+        let history = ZoneID(owner: "alice", name: "History"), bin = ZoneID(owner: "alice", name: "Bin")
+        _ = try await client.createZone(named: history.name)
+        _ = try await client.createZone(named: bin.name)
+        var record = try await client.modify(ModifyRequest(zone: history, saves: [RecordSave(recordName: "long", recordType: .note, name: "long.md", body: "v0")])).saved[0]
+        for version in 1..<1_000 {
+            record = try await client.modify(ModifyRequest(zone: history, saves: [
+                RecordSave(recordName: "long", recordType: .note, name: "long.md", body: "v\(version)", changeTag: record.changeTag),
+            ])).saved[0]
+        }
+        for start in stride(from: 0, to: 10_000, by: Limits.maxBatchItems) {
+            let names = (start..<min(10_000, start + Limits.maxBatchItems)).map { "gone-\($0)" }
+            _ = try await client.modify(ModifyRequest(zone: bin, saves: names.map { RecordSave(recordName: $0, recordType: .note, name: "\($0).md", body: "x") }))
+            _ = try await client.modify(ModifyRequest(zone: bin, deletes: names.map { RecordDelete(recordName: $0) }))
+        }
+        let historyFolder = "\(mount.mountpoint)/private/History/.history/long.md", trashFolder = "\(mount.mountpoint)/private/Bin/.trash"
+        guard wait(until: { FileManager.default.fileExists(atPath: "\(mount.mountpoint)/private/History/long.md") }, seconds: 30) else {
+            throw ValidationError("long.md never reached the mount")
+        }
+        print("\nlisting a made-up folder against a tmpfs folder of as many files: the first listing asks notesd, the next six (median) use its answer")
+        for (label, folder, count) in [(".history/ of a note with 1,000 versions", historyFolder, 1_000), (".trash/ with 10,000 entries", trashFolder, 10_000)] {
+            let plain = "\(shm)/plain-\(count)"
+            try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+            for index in 0..<count { _ = write("\(plain)/file-\(index).md", [UInt8](repeating: 0x78, count: 8)) }
+            /// The first listing, then the median of six more.
+            func timings(_ path: String) throws -> (first: Double, median: Double, listed: Int) {
+                var times: [Double] = []
+                var listed = 0
+                for _ in 0..<7 {
+                    let start = ContinuousClock.now
+                    listed = try FileManager.default.contentsOfDirectory(atPath: path).count
+                    times.append((ContinuousClock.now - start).seconds)
+                }
+                return (times[0], times.dropFirst().sorted()[3], listed)
+            }
+            let base = try timings(plain)
+            let measured = try timings(folder)
+            guard measured.listed == count else { throw ValidationError("\(folder) listed \(measured.listed) entries, not \(count)") }
+            // The call to notesd alone, as the mount makes it.
+            var calls: [Double] = []
+            for _ in 0..<7 {
+                let start = ContinuousClock.now
+                if count == 1_000 { _ = try await client.versions(of: "long", in: history) } else { _ = try await client.trash(in: bin) }
+                calls.append((ContinuousClock.now - start).seconds)
+            }
+            print(label.padding(toLength: 42, withPad: " ", startingAt: 0)
+                + String(format: "first %6.1f ms (the call to notesd alone: %.1f ms), then %.1f ms (notesd's answer kept); tmpfs %.1f ms; aim < 50 ms",
+                         measured.first * 1e3, calls.sorted()[3] * 1e3, measured.median * 1e3, base.median * 1e3))
+        }
     }
 }
 

@@ -103,6 +103,9 @@ struct Notesd: AsyncParsableCommand {
     @Option(help: "Then keep one version a day until this many days; older, one a week.")
     var keepDailyVersions: Int = 365
 
+    @Option(help: "Days a deleted note stays in its zone's trash (the mount's .trash/) before it and its history are purged.")
+    var trashDays: Int = 30
+
     func run() async throws {
         if renderWorker {
             // The render worker: markdown on stdin, RenderedNote JSON on stdout.
@@ -143,7 +146,9 @@ struct Notesd: AsyncParsableCommand {
         guard keepAllVersions >= 1, keepDailyVersions >= keepAllVersions, keepDailyVersions <= 36_500 else {
             throw ValidationError("--keep-all-versions must be at least 1 day, and --keep-daily-versions at least that and at most 36500.")
         }
-        let storage = StoragePolicy(quotaBytes: quotaBytes, retention: VersionRetention(keepAllDays: keepAllVersions, keepDailyDays: keepDailyVersions))
+        guard (1...36_500).contains(trashDays) else { throw ValidationError("--trash-days must be 1 to 36500; it was \(trashDays).") }
+        let storage = StoragePolicy(
+            quotaBytes: quotaBytes, retention: VersionRetention(keepAllDays: keepAllVersions, keepDailyDays: keepDailyVersions), trashDays: trashDays)
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
         guard (1...86_400).contains(bodyTimeout) else { throw ValidationError("--body-timeout must be 1 to 86400 seconds.") }
         guard renderTimeout.isFinite, renderTimeout >= 0.1, renderTimeout <= 600 else { throw ValidationError("--render-timeout must be 0.1 to 600 seconds.") }
@@ -337,8 +342,9 @@ struct NotifierService: Service {
     }
 }
 
-/// Thins old versions by the retention rule: once at start, then every hour, in small
-/// transactions so that writers wait milliseconds at most.
+/// Thins old versions by the retention rule and empties the trash of what is past its
+/// days: once at start, then every hour, in small transactions so that writers wait
+/// milliseconds at most.
 struct RetentionService: Service {
     let store: any RecordStore
     let logger: Logger
@@ -349,6 +355,11 @@ struct RetentionService: Service {
                 try await store.pruneVersions(maxRecords: 200)
             } catch {
                 logger.error("version retention failed; it is tried again in an hour", metadata: ["error": "\(error)"])
+            }
+            do {
+                _ = try await store.purgeTrash(maxRecords: 200)
+            } catch {
+                logger.error("emptying the trash failed; it is tried again in an hour", metadata: ["error": "\(error)"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(3_600)) }
         }

@@ -20,6 +20,22 @@ import Testing
         #expect(read == Self.page)
     }
 
+    @Test func readsTheTrashAsWrittenByHandAndByFoundation() throws {
+        let date = Date(timeIntervalSince1970: 1_795_000_000.123)
+        let trash = API.Trash(trash: [
+            TrashedRecord(recordName: "a", recordType: .note, name: "quote \" é 日本 \n.md", parent: "p", size: 12, shareID: "sh_1",
+                          deletedBy: "alice", deletedAt: date, changeTag: "3f"),
+            TrashedRecord(recordName: "b", recordType: .folder, name: "Plans", parent: nil, size: 0, shareID: nil,
+                          deletedBy: "bob", deletedAt: date, changeTag: "40"),
+        ])
+        let written = RecordJSONWriter.encode(trash)
+        #expect(try NotesJSON.decoder().decode(API.Trash.self, from: Data(written)).trash == trash.trash)
+        #expect(RecordJSONReader.readTrash(written)?.trash == trash.trash)
+        #expect(RecordJSONReader.readTrash(Array(try NotesJSON.encoder().encode(trash)))?.trash == trash.trash)
+        #expect(RecordJSONReader.readTrash(Array(#"{"trash":[{"recordName":"x"}]}"#.utf8)) == nil)
+        #expect(RecordJSONReader.readTrash(Array(#"{"trash":[]}"#.utf8))?.trash == [])
+    }
+
     @Test func readsModifyResults() throws {
         let result = ModifyResult(saved: Self.page.records.map { var record = $0; record.body = nil; record.bytes = nil; return record }, deleted: ["x", "é\""])
         let written = RecordJSONWriter.encode(result)

@@ -114,6 +114,17 @@ import Testing
                 // A record outside the share is, for a participant, a record that does not exist.
                 return rule.status == 200 && !rule.reveals ? Expected(status: 404) : rule
             }),
+            // The trash: read like the zone (it holds no text to reveal); restoring a record
+            // that is not in it is "not in the trash" for whoever may read the zone.
+            Operation(id: "zoneTrash", objects: [.none], request: { w, _ in ("POST", "/v1/records/trash", json(API.ZoneRef(zone: w.zone))) }, expected: { caller, object in
+                Expected(status: readRule(caller, object).status)
+            }),
+            Operation(id: "restoreFromTrash", objects: [.none], request: { w, _ in
+                ("POST", "/v1/records/restore", json(API.Restore(zone: w.zone, recordName: "outside")))
+            }, expected: { caller, object in
+                let rule = readRule(caller, object)
+                return rule.status == 200 ? Expected(status: 404) : rule
+            }),
             Operation(id: "databaseChanges", objects: [.none], request: { _, _ in ("POST", "/v1/changes", #"{"scope":"shared"}"#) }, expected: any(200)),
             Operation(id: "listShares", objects: [.none], request: { _, _ in ("GET", "/v1/shares", nil) }, expected: any(200)),
             Operation(id: "createShare", objects: [.shared, .outside], request: { w, object in

@@ -60,6 +60,16 @@ final class StoreService: NotesService {
         return try await store.versions(of: recordName, in: zone, actor: actor)
     }
 
+    func trash(in zone: ZoneID) async throws(NotesError) -> [TrashedRecord] {
+        try reach()
+        return try await store.trash(in: zone, actor: actor)
+    }
+
+    func restoreFromTrash(_ recordName: String, in zone: ZoneID, parent: String??, name: String?) async throws(NotesError) -> [Record] {
+        try reach()
+        return try await store.restoreFromTrash(recordName, in: zone, parent: parent, name: name, actor: actor)
+    }
+
     func shares() async throws(NotesError) -> [Share] {
         try reach()
         return try await store.shares(actor: actor)

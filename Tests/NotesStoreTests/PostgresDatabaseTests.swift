@@ -1,6 +1,6 @@
 import Foundation
 import NotesModel
-import NotesPostgres
+@testable import NotesPostgres
 import NotesTestSupport
 import Testing
 
@@ -60,11 +60,11 @@ import Testing
         async let a = first.migrate()
         async let b = second.migrate()
         let applied = try await a + b
-        #expect(applied.sorted() == [1, 2, 3], "migrations applied: \(applied)")
+        #expect(applied.sorted() == Array(1...PostgresMigrations.latest), "migrations applied: \(applied)")
         #expect(try await first.migrate().isEmpty)
-        #expect(try await second.schemaVersion() == 3)
+        #expect(try await second.schemaVersion() == PostgresMigrations.latest)
         let tables = try cluster.psql("SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'", database: PostgresCluster.databaseName(of: url))
-        for table in ["accounts", "counters", "participants", "records", "schema_migrations", "shares", "tokens", "usage", "versions", "zones"] {
+        for table in ["accounts", "counters", "participants", "records", "schema_migrations", "shares", "tokens", "trash", "usage", "versions", "zones"] {
             #expect(tables.split(separator: ",").contains(Substring(table)), "no table \(table) in \(tables)")
         }
     }

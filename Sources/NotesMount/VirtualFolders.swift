@@ -1,0 +1,453 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+public import NotesFS
+import NotesModel
+import NotesReplica
+import Synchronization
+
+/// `.history/`, `.trash/` and `.notes/`: read-only folders the mount makes up from
+/// notesd's answers, beside the tree the replica holds.
+///
+/// - `FOLDER/.history/NOTE/` holds one file per version of a note of that folder, named
+///   `2026-11-24T12-30-05Z_alice_3f.md` (time, author, change tag) so that `ls` sorts
+///   them by time; `cp` one out to bring its text back as a new version.
+/// - `.trash/` at a zone's root (`private/`, a notebook, a zone-wide share) holds what
+///   was deleted there and is kept by notesd (`--trash-days`); `mv` an entry out of it
+///   to bring the same note back (a folder comes back with what was trashed in it).
+///
+/// - `.notes/events` at the mount's root: one JSON line per change that came from
+///   notesd (`EventLog`), for `tail -f`.
+///
+/// None is listed in its folder (as ZFS's `.zfs`): `grep -r`, backups and indexers
+/// would otherwise read every note's whole history from notesd. Both are there for a
+/// name: `ls FOLDER/.history`, `cd private/.trash`. They are volatile: the kernel keeps
+/// nothing of them; the mount keeps notesd's last answer about a zone until a change to
+/// that zone comes from notesd, or for 30 s.
+public final class VirtualFolders: FileSystem, Sendable {
+    public static let historyName = ".history"
+    public static let trashName = ".trash"
+    public static let notesName = ".notes"
+    /// Virtual inodes have this bit; the tree's never do (`InodeNumbers`).
+    static let virtualBit: Inode = 1 << 63
+
+    let tree: NoteTree
+    let service: any NotesService
+    /// Asked for the zone after a restore, so the note shows up soon.
+    let requestFetch: @Sendable () -> Void
+    /// What `.notes/events` reads.
+    let events: EventLog?
+    private let table = Mutex(Table())
+
+    enum Kind: Hashable {
+        case historyRoot(folder: Inode)
+        case history(RecordKey, name: String)
+        case version(RecordKey, tag: String)
+        case trashRoot(ZoneID)
+        case trashed(ZoneID, recordName: String)
+        /// `.notes/` at the mount's root, and its `events`.
+        case notesFolder
+        case events
+    }
+
+    struct Entry {
+        var kind: Kind
+        var isDirectory: Bool
+        var size: Int = 0
+        var modified: Double = 0
+        /// A folder's entries by name, as last read, and when.
+        var children: [String: Inode] = [:]
+        var loadedAt: Double = 0
+        /// A version's text.
+        var content: [UInt8]?
+    }
+
+    /// What notesd last said about a zone's trash or a note's versions, kept while
+    /// no change to the zone has come from notesd and for at most `answerLifetime`
+    /// (the trash is also emptied by time): listing a trash of 10,000 twice asks once.
+    struct Answer<Value> {
+        var value: Value
+        var generation: UInt64
+        var at: Double
+    }
+    static let answerLifetime = 30.0
+
+    struct Table {
+        var trash: [ZoneID: Answer<[TrashedRecord]>] = [:]
+        var versions: [RecordKey: Answer<[RecordVersion]>] = [:]
+        var entries: [Inode: Entry] = [:]
+        var inodes: [Kind: Inode] = [:]
+        var next: Inode = 1
+
+        mutating func inode(_ kind: Kind, isDirectory: Bool, size: Int, modified: Double, content: [UInt8]?) -> Inode {
+            let inode: Inode
+            if let known = inodes[kind] {
+                inode = known
+            } else {
+                inode = VirtualFolders.virtualBit | next
+                next += 1
+                inodes[kind] = inode
+                entries[inode] = Entry(kind: kind, isDirectory: isDirectory)
+            }
+            // A changed size or time means other content: read it again when opened.
+            if entries[inode]!.modified != modified || entries[inode]!.size != size {
+                entries[inode]!.content = nil
+            }
+            entries[inode]!.size = size
+            entries[inode]!.modified = modified
+            if let content { entries[inode]!.content = content }
+            return inode
+        }
+    }
+
+    public init(tree: NoteTree, service: any NotesService, events: EventLog? = nil, requestFetch: @escaping @Sendable () -> Void) {
+        self.events = events
+        self.tree = tree
+        self.service = service
+        self.requestFetch = requestFetch
+    }
+
+    static func isVirtual(_ inode: Inode) -> Bool { inode & virtualBit != 0 }
+
+    // MARK: Making entries
+
+    /// The inode of an entry, the same for the same thing while the mount runs.
+    private func inode(_ kind: Kind, isDirectory: Bool, size: Int = 0, modified: Double = 0, content: [UInt8]? = nil) -> Inode {
+        table.withLock { table in table.inode(kind, isDirectory: isDirectory, size: size, modified: modified, content: content) }
+    }
+
+    private func entry(_ inode: Inode) throws(FileSystemError) -> Entry {
+        guard let entry = table.withLock({ $0.entries[inode] }) else { throw FileSystemError(ENOENT) }
+        return entry
+    }
+
+    private func attributes(_ inode: Inode, _ entry: Entry) -> FileAttributes {
+        var entry = entry
+        if entry.kind == .events || entry.kind == .notesFolder {
+            // As a log grows: its size now, changed now.
+            entry.size = entry.kind == .events ? events?.size ?? 0 : 0
+            entry.modified = Date().timeIntervalSince1970
+        }
+        var attributes = FileAttributes(
+            inode: inode, isDirectory: entry.isDirectory, permissions: entry.isDirectory ? 0o555 : 0o444, size: UInt64(entry.size),
+            linkCount: entry.isDirectory ? 2 : 1, uid: tree.owner.uid, gid: tree.owner.gid,
+            modified: entry.modified, changed: entry.modified, accessed: entry.modified)
+        attributes.volatile = true
+        return attributes
+    }
+
+    /// Reads a folder's entries from notesd again (every look at a virtual folder does).
+    private func load(_ inode: Inode) throws(FileSystemError) -> [String: Inode] {
+        let folder = try entry(inode)
+        var children: [String: Inode] = [:]
+        switch folder.kind {
+        case .historyRoot(let folderInode):
+            for (name, key) in tree.notes(in: folderInode) {
+                children[name] = self.inode(.history(key, name: name), isDirectory: true, modified: folder.modified)
+            }
+        case .history(let key, let name):
+            let versions = try versions(of: key)
+            let suffix = (name as NSString).pathExtension.isEmpty ? "" : "." + (name as NSString).pathExtension
+            for version in versions {
+                let text = Array((version.body ?? "").utf8)
+                let fileName = "\(Self.stamp(version.modifiedAt))_\(version.modifiedBy)_\(version.changeTag)\(suffix)"
+                children[fileName] = self.inode(
+                    .version(key, tag: version.changeTag), isDirectory: false, size: text.count,
+                    modified: version.modifiedAt.timeIntervalSince1970, content: text)
+            }
+        case .trashRoot(let zone):
+            children = names(for: try trash(of: zone), in: zone, under: nil)
+        case .trashed(let zone, let recordName):
+            children = names(for: try trash(of: zone), in: zone, under: recordName)
+        case .notesFolder:
+            if events != nil { children["events"] = self.inode(.events, isDirectory: false) }
+        case .version, .events:
+            throw FileSystemError(ENOTDIR)
+        }
+        table.withLock { table in
+            table.entries[inode]?.children = children
+            table.entries[inode]?.loadedAt = Date().timeIntervalSince1970
+        }
+        return children
+    }
+
+    /// A folder's entries for a lookup: as listed in the last second (`ls -l`, `cat`
+    /// after `ls` look up what the listing just read), else read again.
+    private func recent(_ inode: Inode) throws(FileSystemError) -> [String: Inode] {
+        let folder = try entry(inode)
+        if Date().timeIntervalSince1970 - folder.loadedAt < 1 { return folder.children }
+        return try load(inode)
+    }
+
+    /// A zone's trash: as notesd last said, unless the zone changed since or it is old.
+    private func trash(of zone: ZoneID) throws(FileSystemError) -> [TrashedRecord] {
+        let generation = tree.generation(of: zone), now = Date().timeIntervalSince1970
+        if let known = table.withLock({ $0.trash[zone] }), known.generation == generation, now - known.at < Self.answerLifetime {
+            return known.value
+        }
+        let trashed = try call { [service] () async throws(NotesError) in try await service.trash(in: zone) }
+        table.withLock { $0.trash[zone] = Answer(value: trashed, generation: generation, at: now) }
+        return trashed
+    }
+
+    /// A note's versions, kept as `trash(of:)` keeps a trash.
+    private func versions(of key: RecordKey) throws(FileSystemError) -> [RecordVersion] {
+        let generation = tree.generation(of: key.zone), now = Date().timeIntervalSince1970
+        if let known = table.withLock({ $0.versions[key] }), known.generation == generation, now - known.at < Self.answerLifetime {
+            return known.value
+        }
+        let versions = try call { [service] () async throws(NotesError) in try await service.versions(of: key.recordName, in: key.zone) }
+        table.withLock { $0.versions[key] = Answer(value: versions, generation: generation, at: now) }
+        return versions
+    }
+
+    /// The trash's entries below `parent` (nil: those whose folder is not in the trash),
+    /// by name; a name taken twice gets " (2)", " (3)" by age, the newest keeping it.
+    private func names(for trashed: [TrashedRecord], in zone: ZoneID, under parent: String?) -> [String: Inode] {
+        let inTrash = Set(trashed.map(\.recordName))
+        let here = trashed.filter { record in
+            parent == nil ? (record.parent.map { !inTrash.contains($0) } ?? true) : record.parent == parent
+        }
+        var children: [String: Inode] = [:]
+        children.reserveCapacity(here.count)
+        table.withLock { table in
+            for record in here {
+                var name = record.name
+                var copy = 2
+                while children[name] != nil {
+                    let base = (record.name as NSString).deletingPathExtension, suffix = (record.name as NSString).pathExtension
+                    name = "\(base) (\(copy))" + (suffix.isEmpty ? "" : ".\(suffix)")
+                    copy += 1
+                }
+                children[name] = table.inode(
+                    .trashed(zone, recordName: record.recordName), isDirectory: record.recordType == .folder, size: record.size,
+                    modified: record.deletedAt.timeIntervalSince1970, content: nil)
+            }
+        }
+        return children
+    }
+
+    /// `2026-11-24T12-30-05Z`: sorts by time, and no character a shell or a file
+    /// manager stumbles on.
+    static func stamp(_ date: Date) -> String {
+        var time = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return String(format: "%04d-%02d-%02dT%02d-%02d-%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec)
+    }
+
+    /// Runs a call to notesd from a kernel thread, and says what went wrong as an errno.
+    private func call<T: Sendable>(_ body: @escaping @Sendable () async throws(NotesError) -> T) throws(FileSystemError) -> T {
+        let result = Outcome<T>()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let outcome: Result<T, NotesError>
+            do throws(NotesError) { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+            result.value.withLock { $0 = outcome }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 30) == .success, let outcome = result.value.withLock({ $0 }) else { throw FileSystemError(EIO) }
+        switch outcome {
+        case .success(let value): return value
+        case .failure(let error): throw FileSystemError(Self.errno(for: error))
+        }
+    }
+
+    static func errno(for error: NotesError) -> Int32 {
+        switch error.code {
+        case .permissionFailure, .notAuthenticated: EACCES
+        case .unknownItem, .zoneNotFound: ENOENT
+        case .constraintViolation, .serverRecordChanged: EEXIST
+        case .quotaExceeded: EDQUOT
+        case .limitExceeded: E2BIG
+        default: EIO
+        }
+    }
+
+    // MARK: Names
+
+    public func lookup(parent: Inode, name: String) throws(FileSystemError) -> FileAttributes {
+        if Self.isVirtual(parent) {
+            guard let child = try recent(parent)[name] else { throw FileSystemError(ENOENT) }
+            return attributes(child, try entry(child))
+        }
+        if name == Self.historyName, tree.folderPlace(parent) != nil {
+            let inode = inode(.historyRoot(folder: parent), isDirectory: true, modified: Date().timeIntervalSince1970)
+            return attributes(inode, try entry(inode))
+        }
+        if name == Self.notesName, parent == InodeNumbers.root, events != nil {
+            let inode = inode(.notesFolder, isDirectory: true)
+            return attributes(inode, try entry(inode))
+        }
+        if name == Self.trashName, let zone = tree.zoneRoot(parent) {
+            let inode = inode(.trashRoot(zone), isDirectory: true, modified: Date().timeIntervalSince1970)
+            return attributes(inode, try entry(inode))
+        }
+        return try tree.lookup(parent: parent, name: name)
+    }
+
+    public func retain(_ inode: Inode) {
+        if !Self.isVirtual(inode) { tree.retain(inode) }
+    }
+
+    public func forget(_ inode: Inode, count: UInt64) {
+        if !Self.isVirtual(inode) { tree.forget(inode, count: count) }
+    }
+
+    public func attributes(of inode: Inode) throws(FileSystemError) -> FileAttributes {
+        guard Self.isVirtual(inode) else { return try tree.attributes(of: inode) }
+        return attributes(inode, try entry(inode))
+    }
+
+    public func list(_ inode: Inode) throws(FileSystemError) -> [DirectoryEntry] {
+        guard Self.isVirtual(inode) else { return try tree.list(inode) }
+        guard try entry(inode).isDirectory else { throw FileSystemError(ENOTDIR) }
+        // Unsorted (`ls` sorts; sorting 10,000 names cost more than listing them), and
+        // the entries read under one lock.
+        let children = try load(inode)
+        return table.withLock { table in
+            children.compactMap { name, child in
+                table.entries[child].map { DirectoryEntry(name: name, attributes: attributes(child, $0)) }
+            }
+        }
+    }
+
+    // MARK: Changes: none inside, but a trashed entry may move out
+
+    public func rename(parent: Inode, name: String, newParent: Inode, newName: String, noReplace: Bool) throws(FileSystemError) {
+        switch (Self.isVirtual(parent), Self.isVirtual(newParent)) {
+        case (false, false):
+            try tree.rename(parent: parent, name: name, newParent: newParent, newName: newName, noReplace: noReplace)
+        case (true, false):
+            try restore(parent: parent, name: name, into: newParent, as: newName)
+        default:
+            throw FileSystemError(EACCES)
+        }
+    }
+
+    /// `mv .trash/NAME FOLDER/NEW`: notesd brings the same record back there; the call
+    /// returns once the mount shows it.
+    private func restore(parent: Inode, name: String, into folder: Inode, as newName: String) throws(FileSystemError) {
+        guard let child = try load(parent)[name], case .trashed(let zone, let recordName) = try entry(child).kind else {
+            throw FileSystemError(EACCES)
+        }
+        guard let place = tree.folderPlace(folder) else { throw FileSystemError(EACCES) }
+        guard place.zone == zone else { throw FileSystemError(EXDEV) }
+        guard tree.mayWrite(in: folder) else { throw FileSystemError(EACCES) }
+        if tree.shows(newName, in: folder) { throw FileSystemError(EEXIST) }
+        _ = try call { [service] () async throws(NotesError) in
+            try await service.restoreFromTrash(recordName, in: zone, parent: .some(place.parent), name: newName)
+        }
+        _ = table.withLock { $0.trash.removeValue(forKey: zone) }
+        requestFetch()
+        // The fetch that the notice starts brings it; a minute is far more than it takes.
+        let deadline = Date().addingTimeInterval(60)
+        while !tree.shows(newName, in: folder) {
+            guard Date() < deadline else { throw FileSystemError(EIO) }
+            usleep(2_000)
+        }
+    }
+
+    public func makeDirectory(parent: Inode, name: String) throws(FileSystemError) -> FileAttributes {
+        if Self.isVirtual(parent) || Self.reserved(name) { throw FileSystemError(EACCES) }
+        return try tree.makeDirectory(parent: parent, name: name)
+    }
+
+    public func create(parent: Inode, name: String, mode: OpenMode) throws(FileSystemError) -> (FileAttributes, UInt64) {
+        if Self.isVirtual(parent) || Self.reserved(name) { throw FileSystemError(EACCES) }
+        return try tree.create(parent: parent, name: name, mode: mode)
+    }
+
+    /// Names the mount keeps for its own folders.
+    static func reserved(_ name: String) -> Bool { name == historyName || name == trashName || name == notesName }
+
+    public func unlink(parent: Inode, name: String) throws(FileSystemError) {
+        if Self.isVirtual(parent) { throw FileSystemError(EACCES) }
+        try tree.unlink(parent: parent, name: name)
+    }
+
+    public func removeDirectory(parent: Inode, name: String) throws(FileSystemError) {
+        if Self.isVirtual(parent) { throw FileSystemError(EACCES) }
+        try tree.removeDirectory(parent: parent, name: name)
+    }
+
+    public func setAttributes(of inode: Inode, _ changes: AttributeChanges) throws(FileSystemError) -> FileAttributes {
+        if Self.isVirtual(inode) { throw FileSystemError(EACCES) }
+        return try tree.setAttributes(of: inode, changes)
+    }
+
+    // MARK: Content
+
+    public func open(_ inode: Inode, mode: OpenMode) throws(FileSystemError) -> UInt64 {
+        guard Self.isVirtual(inode) else { return try tree.open(inode, mode: mode) }
+        if mode.writes { throw FileSystemError(EACCES) }
+        let entry = try entry(inode)
+        if entry.isDirectory { throw FileSystemError(EISDIR) }
+        if case .trashed(let zone, let recordName) = entry.kind, entry.content == nil {
+            // A trashed note's text is its last version.
+            let versions = try call { [service] () async throws(NotesError) in try await service.versions(of: recordName, in: zone) }
+            let text = Array((versions.first?.body ?? "").utf8)
+            table.withLock { $0.entries[inode]?.content = text }
+        }
+        return 0
+    }
+
+    public func read(_ inode: Inode, handle: UInt64, offset: Int, size: Int) throws(FileSystemError) -> [UInt8] {
+        guard Self.isVirtual(inode) else { return try tree.read(inode, handle: handle, offset: offset, size: size) }
+        let entry = try entry(inode)
+        if entry.kind == .events { return events?.read(offset: offset, size: size) ?? [] }
+        let content = entry.content ?? []
+        guard offset < content.count else { return [] }
+        return Array(content[offset..<min(content.count, offset + size)])
+    }
+
+    public func write(_ inode: Inode, handle: UInt64, offset: Int, bytes: UnsafeRawBufferPointer) throws(FileSystemError) -> Int {
+        if Self.isVirtual(inode) { throw FileSystemError(EACCES) }
+        return try tree.write(inode, handle: handle, offset: offset, bytes: bytes)
+    }
+
+    public func flush(_ inode: Inode, handle: UInt64) throws(FileSystemError) {
+        if !Self.isVirtual(inode) { try tree.flush(inode, handle: handle) }
+    }
+
+    public func release(_ inode: Inode, handle: UInt64) {
+        if !Self.isVirtual(inode) { tree.release(inode, handle: handle) }
+    }
+
+    public func fsync(_ inode: Inode, handle: UInt64) throws(FileSystemError) {
+        if !Self.isVirtual(inode) { try tree.fsync(inode, handle: handle) }
+    }
+
+    public func statistics() -> FileSystemStatistics { tree.statistics() }
+
+    public func extendedAttribute(of inode: Inode, name: String) throws(FileSystemError) -> [UInt8] {
+        if Self.isVirtual(inode) { throw FileSystemError(ENODATA) }
+        return try tree.extendedAttribute(of: inode, name: name)
+    }
+
+    public func extendedAttributeNames(of inode: Inode) throws(FileSystemError) -> [String] {
+        Self.isVirtual(inode) ? [] : try tree.extendedAttributeNames(of: inode)
+    }
+
+    public func setExtendedAttribute(of inode: Inode, name: String, value: [UInt8]) throws(FileSystemError) {
+        if Self.isVirtual(inode) { throw FileSystemError(EACCES) }
+        try tree.setExtendedAttribute(of: inode, name: name, value: value)
+    }
+
+    public func removeExtendedAttribute(of inode: Inode, name: String) throws(FileSystemError) {
+        if Self.isVirtual(inode) { throw FileSystemError(EACCES) }
+        try tree.removeExtendedAttribute(of: inode, name: name)
+    }
+
+    public func checkAccess(_ inode: Inode, mask: Int32) throws(FileSystemError) {
+        guard Self.isVirtual(inode) else { return try tree.checkAccess(inode, mask: mask) }
+        if mask & W_OK != 0 { throw FileSystemError(EACCES) }
+        _ = try entry(inode)
+    }
+}
+
+/// What a call to notesd made from a kernel thread came to.
+private final class Outcome<T: Sendable>: Sendable {
+    let value = Mutex<Result<T, NotesError>?>(nil)
+}

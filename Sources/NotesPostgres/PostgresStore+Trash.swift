@@ -1,0 +1,90 @@
+import Foundation
+public import NotesModel
+import PostgresNIO
+
+/// The trash: deleted records kept with their last version for `storage.trashDays`
+/// (the row is written by `DeleteRecord`), as `SQLiteStore` keeps it.
+extension PostgresStore {
+    public func trash(in zone: ZoneID, actor: String) async throws(NotesError) -> [TrashedRecord] {
+        try await read { sql in
+            let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
+            return try await Self.trashed(sql, in: zone, access: access).map(\.record)
+        }
+    }
+
+    public func trashedContent(in zone: ZoneID, under recordName: String, actor: String) async throws(NotesError) -> [TrashedContent] {
+        try await read { sql in
+            let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
+            var subtree = try TrashRules.subtree(of: recordName, in: try await Self.trashed(sql, in: zone, access: access))
+            for index in subtree.indices {
+                let entry = subtree[index]
+                subtree[index].body = try await sql.value("""
+                    SELECT body FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(entry.record.recordName) AND seq = \(entry.versionSeq)
+                    """, as: Data?.self).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
+            }
+            return subtree
+        }
+    }
+
+    public func finishRestore(_ records: [(recordName: String, createdSeq: Int64)], in zone: ZoneID) async throws(NotesError) {
+        // (Under the counter's lock as every write of zone data, so that it never waits
+        // for a modify that waits for it.)
+        try await write { context in
+            for record in records {
+                try await context.sql.execute("""
+                    UPDATE records SET created_seq = \(record.createdSeq) WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)
+                    """)
+                try await context.sql.execute("DELETE FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)")
+            }
+        }
+    }
+
+    @discardableResult
+    public func purgeTrash(maxRecords: Int = 200) async throws(NotesError) -> Int {
+        let cutoff = storage.trashExpiring(at: clock()).storedValue
+        var removed = 0
+        while true {
+            // (Under the counter's lock, as `pruneVersions`: the usage rows its deletes
+            // update are the ones a modify updates.)
+            let count = try await write { context in
+                let sql = context.sql
+                let rows = try await sql.rows("""
+                    SELECT owner, zone, record_name, created_seq FROM trash WHERE deleted_at < \(cutoff) ORDER BY deleted_at LIMIT \(maxRecords)
+                    """).map { try $0.decode((String, String, String, Int64).self) }
+                for (owner, zone, name, createdSeq) in rows {
+                    // The history goes with it, unless the same record lives again.
+                    try await sql.execute("""
+                        DELETE FROM versions WHERE owner = \(owner) AND zone = \(zone) AND record_name = \(name) AND created_seq = \(createdSeq)
+                          AND NOT EXISTS (SELECT 1 FROM records WHERE owner = \(owner) AND zone = \(zone) AND record_name = \(name) AND created_seq = \(createdSeq))
+                        """)
+                    try await sql.execute("DELETE FROM trash WHERE owner = \(owner) AND zone = \(zone) AND record_name = \(name)")
+                }
+                return rows.count
+            }
+            removed += count
+            if count < maxRecords { break }
+        }
+        if removed > 0 { logger.info("trash purge", metadata: ["removed": "\(removed)", "days": "\(storage.trashDays)"]) }
+        return removed
+    }
+
+    /// The zone's trash as the caller may see it: records deleted from shares it can
+    /// read (all of them for the owner), and not living again under the same name.
+    static func trashed(_ sql: SQL, in zone: ZoneID, access: ZoneAccess) async throws -> [TrashedContent] {
+        try await sql.rows("""
+            SELECT t.record_name, t.record_type, t.name, t.parent, t.size, t.share_id, t.deleted_by, t.deleted_at, t.version_seq, t.created_seq
+            FROM trash t WHERE t.owner = \(zone.owner) AND t.zone = \(zone.name)
+              AND NOT EXISTS (SELECT 1 FROM records r WHERE r.owner = t.owner AND r.zone = t.zone AND r.record_name = t.record_name)
+            ORDER BY t.deleted_at DESC, t.record_name COLLATE "C"
+            """).compactMap { row in
+            let (recordName, type, name, parent, size, shareID, deletedBy, deletedAt, versionSeq, createdSeq) =
+                try row.decode((String, String, String, String, Int64, String?, String, Double, Int64, Int64).self)
+            guard access.isOwner || access.canRead(shareID: shareID) else { return nil }
+            return TrashedContent(
+                record: TrashedRecord(
+                    recordName: recordName, recordType: RecordType(rawValue: type) ?? .note, name: name, parent: parent.isEmpty ? nil : parent,
+                    size: Int(size), shareID: shareID, deletedBy: deletedBy, deletedAt: Date(stored: deletedAt), changeTag: RecordRules.changeTag(versionSeq)),
+                body: nil, createdSeq: createdSeq, versionSeq: versionSeq)
+        }
+    }
+}

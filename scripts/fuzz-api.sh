@@ -133,6 +133,11 @@ api POST /v1/records/modify '{"zone":'"$Z"',"saves":[
 TAG=$(api POST /v1/records/lookup '{"zone":'"$Z"',"recordNames":["note1"]}' | json records.0.changeTag)
 api POST /v1/records/modify '{"zone":'"$Z"',"saves":[{"recordName":"note1","recordType":"note","name":"plan.md","body":"# Plan\nsecond","changeTag":"'"$TAG"'"}]}' >/dev/null
 api POST /v1/records/modify '{"zone":'"$W"',"saves":[{"recordName":"w1","recordType":"note","name":"work.md","body":"# Work"}]}' >/dev/null
+# Deleted notes in the default zone's trash, for restoreFromTrash to bring back (each
+# once; a later restore of the same one is 404 or 409 by design).
+TRASHED=$(seq 1 40 | sed 's/.*/{"recordName":"gone&","recordType":"note","name":"gone&.md","body":"gone"}/' | paste -sd, -)
+api POST /v1/records/modify '{"zone":'"$Z"',"saves":['"$TRASHED"']}' >/dev/null
+api POST /v1/records/modify '{"zone":'"$Z"',"deletes":['"$(seq 1 40 | sed 's/.*/{"recordName":"gone&"}/' | paste -sd, -)"']}' >/dev/null
 # Share A: the note, public read-only link, bob invited (reads, public page, accept/leave as bob).
 S=$(api POST /v1/shares '{"zone":'"$Z"',"rootRecordName":"note1","publicPermission":"readOnly","participants":[{"name":"bob","permission":"readOnly"}]}')
 SHARE_A=$(json id <<<"$S"); TOKEN_A=$(json urlToken <<<"$S")
@@ -165,6 +170,8 @@ values = ["_defaultZone", "work"]
 values = ["_defaultZone"]
 [dictionaries.records]
 values = ["note1", "folder1", "note3", "file1", "free1", "free2", "free3"]
+[dictionaries.trashed]
+values = [$(seq 1 40 | sed 's/.*/"gone&"/' | paste -sd, -)]
 [dictionaries.accounts]
 values = ["bob"]
 [dictionaries.ztokens]
@@ -244,6 +251,13 @@ parameters = { "path.id" = "$SHARE_D" }
 include-operation-id = ["acceptShare", "leaveShare"]
 headers = { Authorization = "Bearer $BOB_TOKEN" }
 parameters = { "body.url" = { dictionary = "shareurls", probability = 0.8 } }
+
+# Each trashed fixture comes back once; then it is no longer in the trash (404) and
+# its name is taken (409).
+[[operations]]
+include-operation-id = "restoreFromTrash"
+parameters = { "body.zone.name" = { dictionary = "defaultzone", probability = 0.9 }, "body.recordName" = { dictionary = "trashed", probability = 0.9 } }
+checks = { ensure_resource_availability = { enabled = false } }
 
 [[operations]]
 include-operation-id = "deleteZone"

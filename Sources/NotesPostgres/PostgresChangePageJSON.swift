@@ -12,23 +12,15 @@ extension PostgresStore {
         let limit = ChangePage.clamp(limit)
         let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
         return try await read { sql in
-            let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
-            let page = try ChangePage(access: access, since: parsed, limit: limit, current: try await PostgresRecords.currentSeq(sql))
-            let (recordFilter, tombstoneFilter) = Self.changeFilters(zone, access: access, since: page.since)
-            let sizes = try await sql.column(
-                recordFilter.selecting("COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)", from: "records", limit: limit + 1), as: Int.self)
-            let (count, cutShort) = ChangePage.fitting(contentSizes: sizes)
-            let tombstones = try await sql.rows(tombstoneFilter.selecting("seq, record_name", from: "tombstones", limit: limit + 1)).map { row in
-                let (seq, name) = try row.decode((Int64, String).self)
-                return (seq: seq, name: name)
-            }
+            let start = try await Self.startPage(sql, zone, since: parsed, limit: limit, actor: actor)
+            let (page, count, tombstones) = (start.page, start.count, start.tombstones)
             var out = RecordJSONWriter.pageStart
             var zoneJSON: [UInt8] = []
             RecordJSONWriter.zone(zone, into: &zoneJSON)
             var seqs: [Int64] = [], ends: [Int] = [], names: [String] = []
             seqs.reserveCapacity(count)
             ends.reserveCapacity(count)
-            for try await row in try await sql.connection.query(recordFilter.selecting(PostgresRecords.columns, from: "records", limit: count), logger: sql.logger) {
+            for try await row in try await sql.connection.query(start.recordFilter.selecting(PostgresRecords.columns, from: "records", limit: count), logger: sql.logger) {
                 if !seqs.isEmpty { out.append(UInt8(ascii: ",")) }
                 let cells = row.makeRandomAccess()
                 let seq = try cells[9].decode(Int64.self)
@@ -37,7 +29,7 @@ extension PostgresStore {
                 ends.append(out.count)
                 if !tombstones.isEmpty { names.append(try cells[0].decode(String.self)) }
             }
-            let end = page.end(recordSeqs: seqs, tombstones: tombstones, recordsCutShort: cutShort)
+            let end = page.end(recordSeqs: seqs, tombstones: tombstones, recordsCutShort: start.cutShort)
             let kept = seqs.prefix { $0 <= end.cut }.count
             out.removeSubrange((kept == 0 ? RecordJSONWriter.pageStart.count : ends[kept - 1])...)
             let deleted = tombstones.isEmpty ? [] : ChangePage.deleted(tombstones, upTo: end.cut, present: Set(names.prefix(kept)))

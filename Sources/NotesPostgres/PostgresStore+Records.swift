@@ -123,21 +123,36 @@ extension PostgresStore {
         let limit = ChangePage.clamp(limit)
         let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
         return try await read { sql in
-            let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
-            let page = try ChangePage(access: access, since: parsed, limit: limit, current: try await PostgresRecords.currentSeq(sql))
-            // Sizes first, so that content past the page's byte bound is never sent.
-            let (recordFilter, tombstoneFilter) = Self.changeFilters(zone, access: access, since: page.since)
-            let sizes = try await sql.column(
-                recordFilter.selecting("COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)", from: "records", limit: limit + 1), as: Int.self)
-            let (count, cutShort) = ChangePage.fitting(contentSizes: sizes)
-            let records = try await sql.rows(recordFilter.selecting(PostgresRecords.columns, from: "records", limit: count))
+            let start = try await Self.startPage(sql, zone, since: parsed, limit: limit, actor: actor)
+            let records = try await sql.rows(start.recordFilter.selecting(PostgresRecords.columns, from: "records", limit: start.count))
                 .map { try PostgresRecords.record(from: $0, zone: zone) }
-            let tombstones = try await sql.rows(tombstoneFilter.selecting("seq, record_name", from: "tombstones", limit: limit + 1)).map { row in
-                let (seq, name) = try row.decode((Int64, String).self)
-                return (seq: seq, name: name)
-            }
-            return page.changes(records: records, tombstones: tombstones, recordsCutShort: cutShort)
+            return start.page.changes(records: records, tombstones: start.tombstones, recordsCutShort: start.cutShort)
         }
+    }
+
+    /// What both forms of a change page read before its records: the caller's access,
+    /// the page's bounds, how many records fit its byte bound (sizes first, so that
+    /// content past it is never sent), and the tombstones after its start.
+    struct PageStart {
+        let page: ChangePage
+        let recordFilter: PostgresQuery
+        let count: Int
+        let cutShort: Bool
+        let tombstones: [(seq: Int64, name: String)]
+    }
+
+    static func startPage(_ sql: SQL, _ zone: ZoneID, since parsed: ZoneChangeToken?, limit: Int, actor: String) async throws -> PageStart {
+        let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
+        let page = try ChangePage(access: access, since: parsed, limit: limit, current: try await PostgresRecords.currentSeq(sql))
+        let (recordFilter, tombstoneFilter) = changeFilters(zone, access: access, since: page.since)
+        let sizes = try await sql.column(
+            recordFilter.selecting("COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)", from: "records", limit: limit + 1), as: Int.self)
+        let (count, cutShort) = ChangePage.fitting(contentSizes: sizes)
+        let tombstones = try await sql.rows(tombstoneFilter.selecting("seq, record_name", from: "tombstones", limit: limit + 1)).map { row in
+            let (seq, name) = try row.decode((Int64, String).self)
+            return (seq: seq, name: name)
+        }
+        return PageStart(page: page, recordFilter: recordFilter, count: count, cutShort: cutShort, tombstones: tombstones)
     }
 
     public func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges {

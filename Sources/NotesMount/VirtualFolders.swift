@@ -59,14 +59,28 @@ public final class VirtualFolders: FileSystem, Sendable {
         /// A folder's entries by name, as last read, and when.
         var children: [String: Inode] = [:]
         var loadedAt: Double = 0
+        /// The answer of notesd the children were made from (its time): the same answer
+        /// again gives the same children, without making them anew.
+        var madeFrom: Double?
+        /// The folder's listing as made from that answer (`list`).
+        var listing: [DirectoryEntry]?
         /// A version's text.
         var content: [UInt8]?
+
+        /// Takes what notesd says now; a changed size or time means other content, read
+        /// again when opened.
+        mutating func refresh(size: Int, modified: Double, content: [UInt8]?) {
+            if self.modified != modified || self.size != size { self.content = nil }
+            self.size = size
+            self.modified = modified
+            if let content { self.content = content }
+        }
     }
 
     /// What notesd last said about a zone's trash or a note's versions, kept while
     /// no change to the zone has come from notesd and for at most `answerLifetime`
     /// (the trash is also emptied by time): listing a trash of 10,000 twice asks once.
-    struct Answer<Value> {
+    struct Answer<Value: Sendable>: Sendable {
         var value: Value
         var generation: UInt64
         var at: Double
@@ -78,6 +92,9 @@ public final class VirtualFolders: FileSystem, Sendable {
         var versions: [RecordKey: Answer<[RecordVersion]>] = [:]
         var entries: [Inode: Entry] = [:]
         var inodes: [Kind: Inode] = [:]
+        /// The inodes of trashed records, by zone and record name: a trash of 10,000 is
+        /// made with one look-up of its zone, not one per entry.
+        var trashed: [ZoneID: [String: Inode]] = [:]
         var next: Inode = 1
 
         mutating func inode(_ kind: Kind, isDirectory: Bool, size: Int, modified: Double, content: [UInt8]?) -> Inode {
@@ -85,18 +102,17 @@ public final class VirtualFolders: FileSystem, Sendable {
             if let known = inodes[kind] {
                 inode = known
             } else {
-                inode = VirtualFolders.virtualBit | next
-                next += 1
+                inode = newInode(kind, isDirectory: isDirectory)
                 inodes[kind] = inode
-                entries[inode] = Entry(kind: kind, isDirectory: isDirectory)
             }
-            // A changed size or time means other content: read it again when opened.
-            if entries[inode]!.modified != modified || entries[inode]!.size != size {
-                entries[inode]!.content = nil
-            }
-            entries[inode]!.size = size
-            entries[inode]!.modified = modified
-            if let content { entries[inode]!.content = content }
+            entries[inode]?.refresh(size: size, modified: modified, content: content)
+            return inode
+        }
+
+        mutating func newInode(_ kind: Kind, isDirectory: Bool) -> Inode {
+            let inode = VirtualFolders.virtualBit | next
+            next += 1
+            entries[inode] = Entry(kind: kind, isDirectory: isDirectory)
             return inode
         }
     }
@@ -123,16 +139,19 @@ public final class VirtualFolders: FileSystem, Sendable {
     }
 
     private func attributes(_ inode: Inode, _ entry: Entry) -> FileAttributes {
-        var entry = entry
-        if entry.kind == .events || entry.kind == .notesFolder {
+        var size = entry.size, modified = entry.modified
+        switch entry.kind {
+        case .events, .notesFolder:
             // As a log grows: its size now, changed now.
-            entry.size = entry.kind == .events ? events?.size ?? 0 : 0
-            entry.modified = Date().timeIntervalSince1970
+            if case .events = entry.kind { size = events?.size ?? 0 }
+            modified = Date().timeIntervalSince1970
+        default:
+            break
         }
         var attributes = FileAttributes(
-            inode: inode, isDirectory: entry.isDirectory, permissions: entry.isDirectory ? 0o555 : 0o444, size: UInt64(entry.size),
+            inode: inode, isDirectory: entry.isDirectory, permissions: entry.isDirectory ? 0o555 : 0o444, size: UInt64(size),
             linkCount: entry.isDirectory ? 2 : 1, uid: tree.owner.uid, gid: tree.owner.gid,
-            modified: entry.modified, changed: entry.modified, accessed: entry.modified)
+            modified: modified, changed: modified, accessed: modified)
         attributes.volatile = true
         return attributes
     }
@@ -141,6 +160,7 @@ public final class VirtualFolders: FileSystem, Sendable {
     private func load(_ inode: Inode) throws(FileSystemError) -> [String: Inode] {
         let folder = try entry(inode)
         var children: [String: Inode] = [:]
+        var madeFrom: Double?
         switch folder.kind {
         case .historyRoot(let folderInode):
             for (name, key) in tree.notes(in: folderInode) {
@@ -157,9 +177,15 @@ public final class VirtualFolders: FileSystem, Sendable {
                     modified: version.modifiedAt.timeIntervalSince1970, content: text)
             }
         case .trashRoot(let zone):
-            children = names(for: try trash(of: zone), in: zone, under: nil)
+            let answer = try trash(of: zone)
+            if folder.madeFrom == answer.at { return folder.children }
+            children = names(for: answer.value, in: zone, under: nil)
+            madeFrom = answer.at
         case .trashed(let zone, let recordName):
-            children = names(for: try trash(of: zone), in: zone, under: recordName)
+            let answer = try trash(of: zone)
+            if folder.madeFrom == answer.at { return folder.children }
+            children = names(for: answer.value, in: zone, under: recordName)
+            madeFrom = answer.at
         case .notesFolder:
             if events != nil { children["events"] = self.inode(.events, isDirectory: false) }
         case .version, .events:
@@ -168,6 +194,8 @@ public final class VirtualFolders: FileSystem, Sendable {
         table.withLock { table in
             table.entries[inode]?.children = children
             table.entries[inode]?.loadedAt = Date().timeIntervalSince1970
+            table.entries[inode]?.madeFrom = madeFrom
+            table.entries[inode]?.listing = nil
         }
         return children
     }
@@ -181,14 +209,15 @@ public final class VirtualFolders: FileSystem, Sendable {
     }
 
     /// A zone's trash: as notesd last said, unless the zone changed since or it is old.
-    private func trash(of zone: ZoneID) throws(FileSystemError) -> [TrashedRecord] {
+    private func trash(of zone: ZoneID) throws(FileSystemError) -> Answer<[TrashedRecord]> {
         let generation = tree.generation(of: zone), now = Date().timeIntervalSince1970
         if let known = table.withLock({ $0.trash[zone] }), known.generation == generation, now - known.at < Self.answerLifetime {
-            return known.value
+            return known
         }
         let trashed = try call { [service] () async throws(NotesError) in try await service.trash(in: zone) }
-        table.withLock { $0.trash[zone] = Answer(value: trashed, generation: generation, at: now) }
-        return trashed
+        let answer = Answer(value: trashed, generation: generation, at: now)
+        table.withLock { $0.trash[zone] = answer }
+        return answer
     }
 
     /// A note's versions, kept as `trash(of:)` keeps a trash.
@@ -212,6 +241,9 @@ public final class VirtualFolders: FileSystem, Sendable {
         var children: [String: Inode] = [:]
         children.reserveCapacity(here.count)
         table.withLock { table in
+            // The zone's index taken out while it grows, so that it is not copied.
+            var known = table.trashed.removeValue(forKey: zone) ?? [:]
+            defer { table.trashed[zone] = known }
             for record in here {
                 var name = record.name
                 var copy = 2
@@ -220,9 +252,15 @@ public final class VirtualFolders: FileSystem, Sendable {
                     name = "\(base) (\(copy))" + (suffix.isEmpty ? "" : ".\(suffix)")
                     copy += 1
                 }
-                children[name] = table.inode(
-                    .trashed(zone, recordName: record.recordName), isDirectory: record.recordType == .folder, size: record.size,
-                    modified: record.deletedAt.timeIntervalSince1970, content: nil)
+                let inode: Inode
+                if let existing = known[record.recordName] {
+                    inode = existing
+                } else {
+                    inode = table.newInode(.trashed(zone, recordName: record.recordName), isDirectory: record.recordType == .folder)
+                    known[record.recordName] = inode
+                }
+                table.entries[inode]?.refresh(size: record.size, modified: record.deletedAt.timeIntervalSince1970, content: nil)
+                children[name] = inode
             }
         }
         return children
@@ -307,9 +345,14 @@ public final class VirtualFolders: FileSystem, Sendable {
         // the entries read under one lock.
         let children = try load(inode)
         return table.withLock { table in
-            children.compactMap { name, child in
+            // A trash listed again from the same answer: the same listing.
+            let folder = table.entries[inode]
+            if let listing = folder?.listing, folder?.madeFrom != nil { return listing }
+            let listing = children.compactMap { name, child in
                 table.entries[child].map { DirectoryEntry(name: name, attributes: attributes(child, $0)) }
             }
+            if folder?.madeFrom != nil { table.entries[inode]?.listing = listing }
+            return listing
         }
     }
 

@@ -80,9 +80,10 @@ public protocol RecordStore: Sendable {
     /// A trashed record and what was trashed below it, with their content, parents
     /// first (`restoreFromTrash` saves them back).
     func trashedContent(in zone: ZoneID, under recordName: String, actor: String) async throws(NotesError) -> [TrashedContent]
-    /// After a restore saved them: the records' histories joined to their earlier
-    /// versions, and their trash entries gone.
-    func finishRestore(_ records: [(recordName: String, createdSeq: Int64)], in zone: ZoneID) async throws(NotesError)
+    /// A modify that brings trashed records back: in the same transaction as the saves,
+    /// their histories are joined to their earlier versions and their trash entries go
+    /// (a crash between the two would leave a note whose history the purge later takes).
+    func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord]) async throws(NotesError) -> ModifyResult
 
     // MARK: Shares
 

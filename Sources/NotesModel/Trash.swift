@@ -50,6 +50,9 @@ public struct TrashedContent: Sendable, Equatable {
     }
 }
 
+/// A record a restore brings back, and the number its earlier history is kept under.
+public typealias RestoredRecord = (recordName: String, createdSeq: Int64)
+
 /// What trash operations share between the store backends.
 public enum TrashRules {
     /// The entry and every trashed record below it (a folder's notes deleted with it or
@@ -96,8 +99,7 @@ extension RecordStore {
     public func restoreFromTrash(_ recordName: String, in zone: ZoneID, parent: String??, name: String?, actor: String) async throws(NotesError) -> [Record] {
         let subtree = try await trashedContent(in: zone, under: recordName, actor: actor)
         let target = parent ?? subtree[0].record.parent
-        let result = try await modify(ModifyRequest(zone: zone, saves: TrashRules.saves(restoring: subtree, parent: target, name: name)), actor: actor)
-        try await finishRestore(subtree.map { ($0.record.recordName, $0.createdSeq) }, in: zone)
-        return result.saved
+        let request = ModifyRequest(zone: zone, saves: TrashRules.saves(restoring: subtree, parent: target, name: name))
+        return try await modify(request, actor: actor, restoring: subtree.map { ($0.record.recordName, $0.createdSeq) }).saved
     }
 }

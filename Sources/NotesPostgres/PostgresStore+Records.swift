@@ -60,6 +60,10 @@ extension PostgresStore {
     // MARK: Records
 
     public func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult {
+        try await modify(request, actor: actor, restoring: [])
+    }
+
+    public func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord]) async throws(NotesError) -> ModifyResult {
         try request.validate()
         let saves = try RecordRules.ordered(request.saves)
         let deleting = Set(request.deletes.map(\.recordName))
@@ -88,6 +92,7 @@ extension PostgresStore {
                     current = delete.recordName
                     try await writer.delete(delete, deleting: deleting)
                 }
+                try await Self.joinHistories(context.sql, restoring, in: request.zone)
             } catch {
                 throw RecordRules.batchFailure(convert(error), at: current, deletes: request.deletes, saves: saves)
             }

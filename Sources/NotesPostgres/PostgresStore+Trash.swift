@@ -26,16 +26,14 @@ extension PostgresStore {
         }
     }
 
-    public func finishRestore(_ records: [(recordName: String, createdSeq: Int64)], in zone: ZoneID) async throws(NotesError) {
-        // (Under the counter's lock as every write of zone data, so that it never waits
-        // for a modify that waits for it.)
-        try await write { context in
-            for record in records {
-                try await context.sql.execute("""
-                    UPDATE records SET created_seq = \(record.createdSeq) WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)
-                    """)
-                try await context.sql.execute("DELETE FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)")
-            }
+    /// Restored records take up their earlier histories and leave the trash (inside the
+    /// restore's modify).
+    static func joinHistories(_ sql: SQL, _ records: [RestoredRecord], in zone: ZoneID) async throws {
+        for record in records {
+            try await sql.execute("""
+                UPDATE records SET created_seq = \(record.createdSeq) WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)
+                """)
+            try await sql.execute("DELETE FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)")
         }
     }
 

@@ -58,6 +58,10 @@ extension SQLiteStore {
     // MARK: Records
 
     public func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult {
+        try await modify(request, actor: actor, restoring: [])
+    }
+
+    public func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord]) async throws(NotesError) -> ModifyResult {
         try request.validate()
         let saves = try RecordRules.ordered(request.saves)
         let deleting = Set(request.deletes.map(\.recordName))
@@ -84,6 +88,7 @@ extension SQLiteStore {
                     current = delete.recordName
                     try writer.delete(delete, deleting: deleting)
                 }
+                try Self.joinHistories(context.db, restoring, in: request.zone)
             } catch {
                 throw RecordRules.batchFailure(store.convert(error), at: current, deletes: request.deletes, saves: saves)
             }

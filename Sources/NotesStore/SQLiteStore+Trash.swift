@@ -77,14 +77,14 @@ extension SQLiteStore {
         }
     }
 
-    public func finishRestore(_ records: [(recordName: String, createdSeq: Int64)], in zone: ZoneID) async throws(NotesError) {
-        try await write { context in
-            for record in records {
-                try context.db.cachedStatement(sql: "UPDATE records SET created_seq = ? WHERE owner = ? AND zone = ? AND record_name = ?")
-                    .execute(arguments: [record.createdSeq, zone.owner, zone.name, record.recordName])
-                try context.db.cachedStatement(sql: "DELETE FROM trash WHERE owner = ? AND zone = ? AND record_name = ?")
-                    .execute(arguments: [zone.owner, zone.name, record.recordName])
-            }
+    /// Restored records take up their earlier histories and leave the trash (inside the
+    /// restore's modify).
+    static func joinHistories(_ db: Database, _ records: [RestoredRecord], in zone: ZoneID) throws {
+        for record in records {
+            try db.cachedStatement(sql: "UPDATE records SET created_seq = ? WHERE owner = ? AND zone = ? AND record_name = ?")
+                .execute(arguments: [record.createdSeq, zone.owner, zone.name, record.recordName])
+            try db.cachedStatement(sql: "DELETE FROM trash WHERE owner = ? AND zone = ? AND record_name = ?")
+                .execute(arguments: [zone.owner, zone.name, record.recordName])
         }
     }
 

@@ -44,6 +44,26 @@ import Testing
         }
     }
 
+    /// A restore is one transaction: refused by one of its saves (here the parent it names
+    /// is not there), it leaves the note in the trash and its history where it was, so a
+    /// later restore still brings both back.
+    @Test(arguments: Backend.allCases)
+    func aRefusedRestoreLeavesTheTrashAndTheHistoryAsTheyWere(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        var note = try await f.note("n", "todo.md", body: "one")
+        note = try #require(try await f.save([RecordSave(recordName: "n", recordType: .note, name: "todo.md", body: "one two", changeTag: note.changeTag)]).first)
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "n")]), actor: Fixture.alice)
+        await f.expectFailure(.referenceViolation) {
+            _ = try await f.store.restoreFromTrash("n", in: f.aliceZone, parent: .some("no-such-folder"), name: nil, actor: Fixture.alice)
+        }
+        #expect(try await f.all()["n"] == nil)
+        #expect(try await f.store.trash(in: f.aliceZone, actor: Fixture.alice).map(\.recordName) == ["n"])
+        _ = try await f.store.restoreFromTrash("n", in: f.aliceZone, parent: nil, name: nil, actor: Fixture.alice)
+        let history = try await f.store.versions(of: "n", in: f.aliceZone, actor: Fixture.alice)
+        #expect(history.map(\.body) == ["one two", "one two", "one"])
+        #expect(try await f.store.trash(in: f.aliceZone, actor: Fixture.alice).isEmpty)
+    }
+
     @Test(arguments: Backend.allCases)
     func participantsSeeTheTrashOfWhatTheyReadAndRestoreOnlyWithWriteRights(_ backend: Backend) async throws {
         let f = try await Fixture(backend)

@@ -64,16 +64,11 @@ public final class VirtualFolders: FileSystem, Sendable {
         var madeFrom: Double?
         /// The folder's listing as made from that answer (`list`).
         var listing: [DirectoryEntry]?
-        /// A version's text.
-        var content: [UInt8]?
 
-        /// Takes what notesd says now; a changed size or time means other content, read
-        /// again when opened.
-        mutating func refresh(size: Int, modified: Double, content: [UInt8]?) {
-            if self.modified != modified || self.size != size { self.content = nil }
+        /// Takes what notesd says now.
+        mutating func refresh(size: Int, modified: Double) {
             self.size = size
             self.modified = modified
-            if let content { self.content = content }
         }
     }
 
@@ -96,8 +91,19 @@ public final class VirtualFolders: FileSystem, Sendable {
         /// made with one look-up of its zone, not one per entry.
         var trashed: [ZoneID: [String: Inode]] = [:]
         var next: Inode = 1
+        /// The text each open version or trashed note reads, by handle, until it is
+        /// closed: nothing of a note's history stays in memory once it is read.
+        var open: [UInt64: [UInt8]] = [:]
+        var nextHandle: UInt64 = 1
 
-        mutating func inode(_ kind: Kind, isDirectory: Bool, size: Int, modified: Double, content: [UInt8]?) -> Inode {
+        /// Forgets notesd's answers older than `answerLifetime` (they would be asked
+        /// again anyway), so that versions and trashes looked at once do not stay.
+        mutating func forgetOldAnswers(now: Double) {
+            trash = trash.filter { now - $0.value.at < VirtualFolders.answerLifetime }
+            versions = versions.filter { now - $0.value.at < VirtualFolders.answerLifetime }
+        }
+
+        mutating func inode(_ kind: Kind, isDirectory: Bool, size: Int, modified: Double) -> Inode {
             let inode: Inode
             if let known = inodes[kind] {
                 inode = known
@@ -105,7 +111,7 @@ public final class VirtualFolders: FileSystem, Sendable {
                 inode = newInode(kind, isDirectory: isDirectory)
                 inodes[kind] = inode
             }
-            entries[inode]?.refresh(size: size, modified: modified, content: content)
+            entries[inode]?.refresh(size: size, modified: modified)
             return inode
         }
 
@@ -129,8 +135,8 @@ public final class VirtualFolders: FileSystem, Sendable {
     // MARK: Making entries
 
     /// The inode of an entry, the same for the same thing while the mount runs.
-    private func inode(_ kind: Kind, isDirectory: Bool, size: Int = 0, modified: Double = 0, content: [UInt8]? = nil) -> Inode {
-        table.withLock { table in table.inode(kind, isDirectory: isDirectory, size: size, modified: modified, content: content) }
+    private func inode(_ kind: Kind, isDirectory: Bool, size: Int = 0, modified: Double = 0) -> Inode {
+        table.withLock { table in table.inode(kind, isDirectory: isDirectory, size: size, modified: modified) }
     }
 
     private func entry(_ inode: Inode) throws(FileSystemError) -> Entry {
@@ -170,11 +176,10 @@ public final class VirtualFolders: FileSystem, Sendable {
             let versions = try versions(of: key)
             let suffix = (name as NSString).pathExtension.isEmpty ? "" : "." + (name as NSString).pathExtension
             for version in versions {
-                let text = Array((version.body ?? "").utf8)
                 let fileName = "\(Self.stamp(version.modifiedAt))_\(version.modifiedBy)_\(version.changeTag)\(suffix)"
                 children[fileName] = self.inode(
-                    .version(key, tag: version.changeTag), isDirectory: false, size: text.count,
-                    modified: version.modifiedAt.timeIntervalSince1970, content: text)
+                    .version(key, tag: version.changeTag), isDirectory: false, size: version.body?.utf8.count ?? 0,
+                    modified: version.modifiedAt.timeIntervalSince1970)
             }
         case .trashRoot(let zone):
             let answer = try trash(of: zone)
@@ -216,7 +221,10 @@ public final class VirtualFolders: FileSystem, Sendable {
         }
         let trashed = try call { [service] () async throws(NotesError) in try await service.trash(in: zone) }
         let answer = Answer(value: trashed, generation: generation, at: now)
-        table.withLock { $0.trash[zone] = answer }
+        table.withLock { table in
+            table.forgetOldAnswers(now: now)
+            table.trash[zone] = answer
+        }
         return answer
     }
 
@@ -227,7 +235,10 @@ public final class VirtualFolders: FileSystem, Sendable {
             return known.value
         }
         let versions = try call { [service] () async throws(NotesError) in try await service.versions(of: key.recordName, in: key.zone) }
-        table.withLock { $0.versions[key] = Answer(value: versions, generation: generation, at: now) }
+        table.withLock { table in
+            table.forgetOldAnswers(now: now)
+            table.versions[key] = Answer(value: versions, generation: generation, at: now)
+        }
         return versions
     }
 
@@ -259,7 +270,7 @@ public final class VirtualFolders: FileSystem, Sendable {
                     inode = table.newInode(.trashed(zone, recordName: record.recordName), isDirectory: record.recordType == .folder)
                     known[record.recordName] = inode
                 }
-                table.entries[inode]?.refresh(size: record.size, modified: record.deletedAt.timeIntervalSince1970, content: nil)
+                table.entries[inode]?.refresh(size: record.size, modified: record.deletedAt.timeIntervalSince1970)
                 children[name] = inode
             }
         }
@@ -427,22 +438,35 @@ public final class VirtualFolders: FileSystem, Sendable {
         if mode.writes { throw FileSystemError(EACCES) }
         let entry = try entry(inode)
         if entry.isDirectory { throw FileSystemError(EISDIR) }
-        if case .trashed(let zone, let recordName) = entry.kind, entry.content == nil {
+        let text: [UInt8]
+        switch entry.kind {
+        case .events:
+            return 0
+        case .version(let key, let tag):
+            guard let version = try versions(of: key).first(where: { $0.changeTag == tag }) else { throw FileSystemError(ENOENT) }
+            text = Array((version.body ?? "").utf8)
+        case .trashed(let zone, let recordName):
             // A trashed note's text is its last version.
             let versions = try call { [service] () async throws(NotesError) in try await service.versions(of: recordName, in: zone) }
-            let text = Array((versions.first?.body ?? "").utf8)
-            table.withLock { $0.entries[inode]?.content = text }
+            text = Array((versions.first?.body ?? "").utf8)
+        default:
+            text = []
         }
-        return 0
+        return table.withLock { table in
+            let handle = table.nextHandle
+            table.nextHandle += 1
+            table.open[handle] = text
+            return handle
+        }
     }
 
     public func read(_ inode: Inode, handle: UInt64, offset: Int, size: Int) throws(FileSystemError) -> [UInt8] {
         guard Self.isVirtual(inode) else { return try tree.read(inode, handle: handle, offset: offset, size: size) }
-        let entry = try entry(inode)
-        if entry.kind == .events { return events?.read(offset: offset, size: size) ?? [] }
-        let content = entry.content ?? []
-        guard offset < content.count else { return [] }
-        return Array(content[offset..<min(content.count, offset + size)])
+        if case .events = try entry(inode).kind { return events?.read(offset: offset, size: size) ?? [] }
+        return table.withLock { table in
+            guard let content = table.open[handle], offset < content.count else { return [] }
+            return Array(content[offset..<min(content.count, offset + size)])
+        }
     }
 
     public func write(_ inode: Inode, handle: UInt64, offset: Int, bytes: UnsafeRawBufferPointer) throws(FileSystemError) -> Int {
@@ -455,7 +479,11 @@ public final class VirtualFolders: FileSystem, Sendable {
     }
 
     public func release(_ inode: Inode, handle: UInt64) {
-        if !Self.isVirtual(inode) { tree.release(inode, handle: handle) }
+        if Self.isVirtual(inode) {
+            _ = table.withLock { $0.open.removeValue(forKey: handle) }
+        } else {
+            tree.release(inode, handle: handle)
+        }
     }
 
     public func fsync(_ inode: Inode, handle: UInt64) throws(FileSystemError) {

@@ -88,7 +88,8 @@ extension NotesClient {
         while true {
             let next = response.headers.first(name: "Notes-Change-Token")
             let more = response.headers.first(name: "Notes-More-Coming") == "true"
-            let following: Task<HTTPClientResponse, any Error>? = response.status == .ok && more && next != nil
+            let following: Task<HTTPClientResponse, any Error>? =
+                response.status == .ok && more && next != nil
                 ? Task { try await self.startChanges(zone, since: next, limit: limit) } : nil
             let data: [UInt8]
             do {

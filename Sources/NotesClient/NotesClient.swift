@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import NIOCore
@@ -138,7 +138,8 @@ public struct NotesClient: Sendable {
         guard let field = headers.first(name: NotesVersion.apiHeader), let version = Int(field), version != NotesVersion.api else { return }
         throw NotesError(
             .serviceUnavailable,
-            "notesd at \(endpoint) speaks version \(version) of the API, and this notes (\(NotesVersion.release)) version \(NotesVersion.api): install the notes that goes with that notesd (`notesd --version` tells its release).")
+            "notesd at \(endpoint) speaks version \(version) of the API, and this notes (\(NotesVersion.release)) version \(NotesVersion.api): install the notes that goes with that notesd (`notesd --version` tells its release)."
+        )
     }
 
     /// What a failure to reach notesd says: a TLS failure names the certificate
@@ -147,7 +148,8 @@ public struct NotesClient: Sendable {
         if Self.isTLSFailure(error) {
             return NotesError(
                 .serviceUnavailable,
-                "Cannot reach notesd at \(endpoint) over TLS (\(Self.reason(error))). If its certificate comes from your own CA, pass that CA's PEM file with --ca-file or NOTES_CA_FILE; check that the URL's host is one the certificate names.")
+                "Cannot reach notesd at \(endpoint) over TLS (\(Self.reason(error))). If its certificate comes from your own CA, pass that CA's PEM file with --ca-file or NOTES_CA_FILE; check that the URL's host is one the certificate names."
+            )
         }
         if case .http(let url) = endpoint, url.lowercased().hasPrefix("http://"), (error as? HTTPClientError) == .remoteConnectionClosed {
             return NotesError(.serviceUnavailable, "notesd at \(url) closed the connection without an answer; if it speaks TLS (--tls-cert), use https://.")

@@ -43,8 +43,15 @@ struct RecordJSONReader {
     }
 
     private mutating func trashed() throws -> TrashedRecord {
-        var recordName: String?, type: RecordType?, name: String?, parent: String?, size: Int?, shareID: String?
-        var deletedBy: String?, deletedAt: Date?, changeTag: String?
+        var recordName: String?
+        var type: RecordType?
+        var name: String?
+        var parent: String?
+        var size: Int?
+        var shareID: String?
+        var deletedBy: String?
+        var deletedAt: Date?
+        var changeTag: String?
         try object { reader, key in
             switch key {
             case "recordName": recordName = try reader.string()
@@ -60,14 +67,16 @@ struct RecordJSONReader {
             }
         }
         guard let recordName, let type, let name, let size, let deletedBy, let deletedAt, let changeTag else { throw Malformed() }
-        return TrashedRecord(recordName: recordName, recordType: type, name: name, parent: parent, size: size, shareID: shareID,
-                             deletedBy: deletedBy, deletedAt: deletedAt, changeTag: changeTag)
+        return TrashedRecord(
+            recordName: recordName, recordType: type, name: name, parent: parent, size: size, shareID: shareID,
+            deletedBy: deletedBy, deletedAt: deletedAt, changeTag: changeTag)
     }
 
     /// A non-negative integer of at most 18 digits.
     private mutating func integer() throws -> Int {
         skipSpace()
-        var value = 0, digits = 0
+        var value = 0
+        var digits = 0
         while index < bytes.count, (0x30...0x39).contains(bytes[index]), digits < 18 {
             value = value * 10 + Int(bytes[index] - 0x30)
             index += 1
@@ -124,8 +133,18 @@ struct RecordJSONReader {
     }
 
     private mutating func record() throws -> Record {
-        var recordName: String?, zone: ZoneID?, type: RecordType?, name: String?, parent: String?, body: String?, bytes: Data?
-        var createdAt: Date?, modifiedAt: Date?, modifiedBy: String?, changeTag: String?, shareID: String?
+        var recordName: String?
+        var zone: ZoneID?
+        var type: RecordType?
+        var name: String?
+        var parent: String?
+        var body: String?
+        var bytes: Data?
+        var createdAt: Date?
+        var modifiedAt: Date?
+        var modifiedBy: String?
+        var changeTag: String?
+        var shareID: String?
         try object { reader, key in
             switch key {
             case "recordName": recordName = try reader.string()
@@ -133,7 +152,8 @@ struct RecordJSONReader {
             case "name": name = try reader.string()
             case "parent": parent = try reader.optionalString()
             case "body": body = try reader.optionalString()
-            case "bytes": bytes = try reader.optionalString().map { text in
+            case "bytes":
+                bytes = try reader.optionalString().map { text in
                     guard let data = Data(base64Encoded: text) else { throw Malformed() }
                     return data
                 }
@@ -143,7 +163,8 @@ struct RecordJSONReader {
             case "changeTag": changeTag = try reader.string()
             case "shareID": shareID = try reader.optionalString()
             case "zone":
-                var owner: String?, zoneName: String?
+                var owner: String?
+                var zoneName: String?
                 try reader.object { reader, key in
                     switch key {
                     case "owner": owner = try reader.string()
@@ -157,8 +178,9 @@ struct RecordJSONReader {
             }
         }
         guard let recordName, let zone, let type, let name, let createdAt, let modifiedAt, let modifiedBy, let changeTag else { throw Malformed() }
-        return Record(recordName: recordName, zone: zone, recordType: type, name: name, parent: parent, body: body, bytes: bytes,
-                      createdAt: createdAt, modifiedAt: modifiedAt, modifiedBy: modifiedBy, changeTag: changeTag, shareID: shareID)
+        return Record(
+            recordName: recordName, zone: zone, recordType: type, name: name, parent: parent, body: body, bytes: bytes,
+            createdAt: createdAt, modifiedAt: modifiedAt, modifiedBy: modifiedBy, changeTag: changeTag, shareID: shareID)
     }
 
     // MARK: JSON pieces
@@ -183,7 +205,10 @@ struct RecordJSONReader {
 
     private mutating func object(_ member: (inout RecordJSONReader, String) throws -> Void) throws {
         try expect(UInt8(ascii: "{"))
-        if try peek() == UInt8(ascii: "}") { index += 1; return }
+        if try peek() == UInt8(ascii: "}") {
+            index += 1
+            return
+        }
         while true {
             let key = try string()
             try expect(UInt8(ascii: ":"))
@@ -197,7 +222,10 @@ struct RecordJSONReader {
 
     private mutating func array(_ element: (inout RecordJSONReader) throws -> Void) throws {
         try expect(UInt8(ascii: "["))
-        if try peek() == UInt8(ascii: "]") { index += 1; return }
+        if try peek() == UInt8(ascii: "]") {
+            index += 1
+            return
+        }
         while true {
             try element(&self)
             let next = try peek()
@@ -216,13 +244,19 @@ struct RecordJSONReader {
     }
 
     private mutating func bool() throws -> Bool {
-        if try peek() == UInt8(ascii: "t") { try literal("true"); return true }
+        if try peek() == UInt8(ascii: "t") {
+            try literal("true")
+            return true
+        }
         try literal("false")
         return false
     }
 
     private mutating func optionalString() throws -> String? {
-        if try peek() == UInt8(ascii: "n") { try literal("null"); return nil }
+        if try peek() == UInt8(ascii: "n") {
+            try literal("null")
+            return nil
+        }
         return try string()
     }
 

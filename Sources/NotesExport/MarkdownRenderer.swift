@@ -115,12 +115,14 @@ public struct MarkdownRenderer: Sendable {
         let bytes = Array(html.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + headings.count * 24)
-        var index = 0, heading = 0
+        var index = 0
+        var heading = 0
         while index < bytes.count {
             // `<hN>` with N in 1...6, byte by byte (a Regex here cost a quarter of the export).
             if heading < headings.count, bytes[index] == UInt8(ascii: "<"), index + 3 < bytes.count,
-               bytes[index + 1] == UInt8(ascii: "h"), (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(bytes[index + 2]),
-               bytes[index + 3] == UInt8(ascii: ">") {
+                bytes[index + 1] == UInt8(ascii: "h"), (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(bytes[index + 2]),
+                bytes[index + 3] == UInt8(ascii: ">")
+            {
                 var slug = slugify(headings[heading])
                 if let count = seen[slug] {
                     seen[slug] = count + 1

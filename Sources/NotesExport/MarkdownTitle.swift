@@ -61,7 +61,8 @@ public enum MarkdownTitle {
         while index < text.endIndex {
             let character = text[index]
             if character == "[", let close = text[index...].firstIndex(of: "]"), text.index(after: close) < text.endIndex,
-               text[text.index(after: close)] == "(", let end = text[close...].firstIndex(of: ")") {
+                text[text.index(after: close)] == "(", let end = text[close...].firstIndex(of: ")")
+            {
                 out += plain(String(text[text.index(after: index)..<close]))
                 index = text.index(after: end)
                 continue

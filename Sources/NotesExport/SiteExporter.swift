@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 
@@ -85,7 +85,8 @@ public struct SiteExporter {
                 return Template.Entry(href: Self.href(name), label: name, kind: "file")
             }
             let target = prefix + "index.html"
-            let title = folder.target.isEmpty ? (sources.count == 1 ? URL(fileURLWithPath: sources[0]).lastPathComponent : "Notes") : URL(fileURLWithPath: folder.target).lastPathComponent
+            let title =
+                folder.target.isEmpty ? (sources.count == 1 ? URL(fileURLWithPath: sources[0]).lastPathComponent : "Notes") : URL(fileURLWithPath: folder.target).lastPathComponent
             try site.write(Data(Template.index(title: title, entries: entries, root: Self.root(of: target)).utf8), to: target)
             summary.indexes += 1
         }
@@ -175,9 +176,10 @@ struct OutputFolder {
         let path = folder + "/" + parts.last!
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw ExportError(errno == ELOOP
-                ? "\(path) is a symbolic link; the export does not write through links."
-                : "Cannot write \(path): \(String(cString: strerror(errno))).")
+            throw ExportError(
+                errno == ELOOP
+                    ? "\(path) is a symbolic link; the export does not write through links."
+                    : "Cannot write \(path): \(String(cString: strerror(errno))).")
         }
         defer { close(descriptor) }
         try data.withUnsafeBytes { buffer in

@@ -1,6 +1,6 @@
 import CFuse
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Dispatch
 import Synchronization
@@ -147,7 +147,8 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
         withLiveSession { session in
             bytes.withUnsafeMutableBufferPointer { buffer in
                 buffer.withMemoryRebound(to: CChar.self) { chars in
-                    var result = expireOnly
+                    var result =
+                        expireOnly
                         ? fuse_lowlevel_notify_expire_entry(session, parent, chars.baseAddress, chars.count, FUSE_LL_EXPIRE_ONLY)
                         : fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
                     if result == -ENOSYS && expireOnly {

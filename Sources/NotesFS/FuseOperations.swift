@@ -1,6 +1,6 @@
 import CFuse
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 
@@ -192,9 +192,11 @@ extension FuseMount {
         }
         operations.lookup = { request, parent, name in
             let mount = mountOf(request)
-            mount.replyEntry(request, component(name).flatMap { name in
-                Result { () throws(FileSystemError) in try mount.fileSystem.lookup(parent: parent, name: name) }
-            })
+            mount.replyEntry(
+                request,
+                component(name).flatMap { name in
+                    Result { () throws(FileSystemError) in try mount.fileSystem.lookup(parent: parent, name: name) }
+                })
         }
         operations.forget = { request, inode, count in
             mountOf(request).fileSystem.forget(inode, count: count)
@@ -237,20 +239,24 @@ extension FuseMount {
                 fuse_reply_err(request, EPERM)
                 return
             }
-            mount.replyEntry(request, component(name).flatMap { name in
-                Result { () throws(FileSystemError) in
-                    let (attributes, handle) = try mount.fileSystem.create(parent: parent, name: name, mode: OpenMode(flags: O_WRONLY | O_EXCL))
-                    try mount.fileSystem.flush(attributes.inode, handle: handle)
-                    mount.fileSystem.release(attributes.inode, handle: handle)
-                    return attributes
-                }
-            })
+            mount.replyEntry(
+                request,
+                component(name).flatMap { name in
+                    Result { () throws(FileSystemError) in
+                        let (attributes, handle) = try mount.fileSystem.create(parent: parent, name: name, mode: OpenMode(flags: O_WRONLY | O_EXCL))
+                        try mount.fileSystem.flush(attributes.inode, handle: handle)
+                        mount.fileSystem.release(attributes.inode, handle: handle)
+                        return attributes
+                    }
+                })
         }
         operations.mkdir = { request, parent, name, _ in
             let mount = mountOf(request)
-            mount.replyEntry(request, component(name).flatMap { name in
-                Result { () throws(FileSystemError) in try mount.fileSystem.makeDirectory(parent: parent, name: name) }
-            }.mapError { $0.errno == ENOENT ? FileSystemError(EIO) : $0 })
+            mount.replyEntry(
+                request,
+                component(name).flatMap { name in
+                    Result { () throws(FileSystemError) in try mount.fileSystem.makeDirectory(parent: parent, name: name) }
+                }.mapError { $0.errno == ENOENT ? FileSystemError(EIO) : $0 })
         }
         operations.unlink = { request, parent, name in
             let mount = mountOf(request)

@@ -19,8 +19,9 @@ public enum TextDiff {
                 oldLabel.withCString { oldName in
                     newLabel.withCString { newName in
                         var patch: OpaquePointer?
-                        guard git_patch_from_buffers(
-                            &patch, old.baseAddress, old.count, oldName, new.baseAddress, new.count, newName, &options) == 0,
+                        guard
+                            git_patch_from_buffers(
+                                &patch, old.baseAddress, old.count, oldName, new.baseAddress, new.count, newName, &options) == 0,
                             let patch
                         else { return "" }
                         defer { git_patch_free(patch) }

@@ -4,7 +4,10 @@ public enum API {
     public struct CreateAccount: Codable, Sendable {
         public var name: String
         public var email: String?
-        public init(name: String, email: String? = nil) { self.name = name; self.email = email }
+        public init(name: String, email: String? = nil) {
+            self.name = name
+            self.email = email
+        }
     }
 
     public struct IssueToken: Codable, Sendable {
@@ -12,14 +15,20 @@ public enum API {
         public var expiresIn: Double?
         /// What the token is for (`laptop mount`), shown when tokens are listed.
         public var label: String?
-        public init(expiresIn: Double? = nil, label: String? = nil) { self.expiresIn = expiresIn; self.label = label }
+        public init(expiresIn: Double? = nil, label: String? = nil) {
+            self.expiresIn = expiresIn
+            self.label = label
+        }
     }
 
     /// What the caller's zones hold, against the quota (`nil`: no limit).
     public struct Usage: Codable, Sendable {
         public var usedBytes: Int64
         public var quotaBytes: Int64?
-        public init(usedBytes: Int64, quotaBytes: Int64?) { self.usedBytes = usedBytes; self.quotaBytes = quotaBytes }
+        public init(usedBytes: Int64, quotaBytes: Int64?) {
+            self.usedBytes = usedBytes
+            self.quotaBytes = quotaBytes
+        }
     }
 
     public struct Tokens: Codable, Sendable {
@@ -62,7 +71,11 @@ public enum API {
         public var token: String
         /// The token's public part, for `revoke`; absent in answers of older servers.
         public var id: String?
-        public init(name: String, token: String, id: String? = nil) { self.name = name; self.token = token; self.id = id }
+        public init(name: String, token: String, id: String? = nil) {
+            self.name = name
+            self.token = token
+            self.id = id
+        }
     }
 
     public struct CreateZone: Codable, Sendable {
@@ -90,7 +103,10 @@ public enum API {
         public var name: String?
 
         public init(zone: ZoneID, recordName: String, parent: String?? = nil, name: String? = nil) {
-            self.zone = zone; self.recordName = recordName; self.parent = parent; self.name = name
+            self.zone = zone
+            self.recordName = recordName
+            self.parent = parent
+            self.name = name
         }
 
         enum CodingKeys: String, CodingKey { case zone, recordName, parent, name }
@@ -122,7 +138,10 @@ public enum API {
     public struct Lookup: Codable, Sendable {
         public var zone: ZoneID
         public var recordNames: [String]
-        public init(zone: ZoneID, recordNames: [String]) { self.zone = zone; self.recordNames = recordNames }
+        public init(zone: ZoneID, recordNames: [String]) {
+            self.zone = zone
+            self.recordNames = recordNames
+        }
     }
 
     public struct Records: Codable, Sendable {
@@ -134,13 +153,20 @@ public enum API {
         public var zone: ZoneID
         public var since: String?
         public var limit: Int?
-        public init(zone: ZoneID, since: String? = nil, limit: Int? = nil) { self.zone = zone; self.since = since; self.limit = limit }
+        public init(zone: ZoneID, since: String? = nil, limit: Int? = nil) {
+            self.zone = zone
+            self.since = since
+            self.limit = limit
+        }
     }
 
     public struct DatabaseChangesQuery: Codable, Sendable {
         public var scope: DatabaseScope
         public var since: String?
-        public init(scope: DatabaseScope, since: String? = nil) { self.scope = scope; self.since = since }
+        public init(scope: DatabaseScope, since: String? = nil) {
+            self.scope = scope
+            self.since = since
+        }
     }
 
     public struct VersionsQuery: Codable, Sendable {
@@ -151,7 +177,10 @@ public enum API {
         /// Only versions older than this change tag (the last of the previous page).
         public var before: String?
         public init(zone: ZoneID, recordName: String, limit: Int? = nil, before: String? = nil) {
-            self.zone = zone; self.recordName = recordName; self.limit = limit; self.before = before
+            self.zone = zone
+            self.recordName = recordName
+            self.limit = limit
+            self.before = before
         }
     }
 
@@ -160,7 +189,10 @@ public enum API {
         public var versions: [RecordVersion]
         /// More, older versions follow: ask again with `before` = the last change tag.
         public var moreComing: Bool
-        public init(versions: [RecordVersion], moreComing: Bool = false) { self.versions = versions; self.moreComing = moreComing }
+        public init(versions: [RecordVersion], moreComing: Bool = false) {
+            self.versions = versions
+            self.moreComing = moreComing
+        }
 
         enum CodingKeys: String, CodingKey { case versions, moreComing }
 
@@ -208,9 +240,11 @@ public enum API {
         if let end = token.firstIndex(where: { $0 == "#" || $0 == "?" || $0 == "/" }) {
             token = token[..<end]
         }
-        let valid = !token.isEmpty && token.utf8.count <= 128 && token.unicodeScalars.allSatisfy { s in
-            (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
-        }
+        let valid =
+            !token.isEmpty && token.utf8.count <= 128
+            && token.unicodeScalars.allSatisfy { s in
+                (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
+            }
         return valid ? String(token) : nil
     }
 }

@@ -21,8 +21,8 @@ public struct ZoneChangeToken: Equatable, Sendable {
     public init(parsing text: String) throws(NotesError) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == "z1",
-              let epoch = Int64(parts[1]), let seq = Int64(parts[2]), let membership = Int64(parts[3]),
-              epoch >= 0, seq >= 0, membership >= 0
+            let epoch = Int64(parts[1]), let seq = Int64(parts[2]), let membership = Int64(parts[3]),
+            epoch >= 0, seq >= 0, membership >= 0
         else {
             throw NotesError(.invalidArguments, "The change token is not one this server issued; fetch without a token to start over.")
         }

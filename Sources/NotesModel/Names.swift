@@ -34,10 +34,16 @@ public enum Names {
         for scalar in name.unicodeScalars {
             let value = scalar.value
             if value < 0x20 || value == 0x7F || (0x80...0x9F).contains(value) {
-                throw NotesError(.invalidArguments, "The \(what) contains the control character U+\(String(value, radix: 16, uppercase: true).leftPadded(to: 4)); names may not hold control characters (tabs, newlines, escapes).")
+                throw NotesError(
+                    .invalidArguments,
+                    "The \(what) contains the control character U+\(String(value, radix: 16, uppercase: true).leftPadded(to: 4)); names may not hold control characters (tabs, newlines, escapes)."
+                )
             }
             if (0x202A...0x202E).contains(value) || (0x2066...0x2069).contains(value) || value == 0x200E || value == 0x200F || value == 0x061C {
-                throw NotesError(.invalidArguments, "The \(what) contains the bidirectional control U+\(String(value, radix: 16, uppercase: true).leftPadded(to: 4)), which can make a name read as another; remove it.")
+                throw NotesError(
+                    .invalidArguments,
+                    "The \(what) contains the bidirectional control U+\(String(value, radix: 16, uppercase: true).leftPadded(to: 4)), which can make a name read as another; remove it."
+                )
             }
         }
     }
@@ -73,7 +79,7 @@ public enum Names {
     public static func validateEmail(_ email: String) throws(NotesError) {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), email.utf8.count <= 254,
-              !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 })
+            !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 })
         else {
             throw NotesError(.invalidArguments, "\"\(email)\" is not an email address.")
         }

@@ -37,8 +37,9 @@ public enum NotesJSON {
         public var error: Detail
 
         public init(_ error: NotesError) {
-            self.error = Detail(code: error.code, message: error.message, serverRecord: error.serverRecord,
-                                items: error.itemErrors.isEmpty ? nil : error.itemErrors)
+            self.error = Detail(
+                code: error.code, message: error.message, serverRecord: error.serverRecord,
+                items: error.itemErrors.isEmpty ? nil : error.itemErrors)
         }
 
         public var notesError: NotesError {

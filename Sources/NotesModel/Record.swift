@@ -168,9 +168,11 @@ public struct ModifyRequest: Sendable, Codable, Equatable {
         if var first {
             let failed = Set(itemErrors.map(\.recordName))
             let others = (saves.map(\.recordName) + deletes.map(\.recordName)).filter { !failed.contains($0) }
-            first.itemErrors = itemErrors + others.map {
-                .init(recordName: $0, code: .batchRequestFailed, message: "Not applied: another item of the same operation is invalid.")
-            }
+            first.itemErrors =
+                itemErrors
+                + others.map {
+                    .init(recordName: $0, code: .batchRequestFailed, message: "Not applied: another item of the same operation is invalid.")
+                }
             throw first
         }
     }

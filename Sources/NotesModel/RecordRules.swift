@@ -177,7 +177,8 @@ package enum RecordRules {
             try SharingRules.check(.modifyRecord, standing: standing, what: what)
         }
         if save.changeTag != existing.changeTag {
-            let message = save.changeTag == nil
+            let message =
+                save.changeTag == nil
                 ? "A record named \(save.recordName) already exists; fetch it and save with its change tag."
                 : "\(what) changed on the server since you last fetched it; merge with the server's version and save again."
             throw NotesError(.serverRecordChanged, message)
@@ -241,8 +242,10 @@ package struct VersionPage {
         self.limit = limit
         self.beforeSeq = beforeSeq
         if let record, beforeSeq == nil {
-            append(RecordVersion(changeTag: record.changeTag, name: record.name, parent: record.parent, body: record.body,
-                                 size: record.contentSize, modifiedBy: record.modifiedBy, modifiedAt: record.modifiedAt))
+            append(
+                RecordVersion(
+                    changeTag: record.changeTag, name: record.name, parent: record.parent, body: record.body,
+                    size: record.contentSize, modifiedBy: record.modifiedBy, modifiedAt: record.modifiedAt))
         }
     }
 

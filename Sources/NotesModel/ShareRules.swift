@@ -15,10 +15,11 @@ package enum ShareRules {
 
     /// A participant as stored (unknown values read as the least they could be).
     package static func participant(account: String?, email: String?, role: String, permission: String, status: String) -> Participant {
-        Participant(name: account, email: email,
-                    role: ParticipantRole(rawValue: role) ?? .privateUser,
-                    permission: ParticipantPermission(rawValue: permission) ?? .readOnly,
-                    status: ParticipantStatus(rawValue: status) ?? .removed)
+        Participant(
+            name: account, email: email,
+            role: ParticipantRole(rawValue: role) ?? .privateUser,
+            permission: ParticipantPermission(rawValue: permission) ?? .readOnly,
+            status: ParticipantStatus(rawValue: status) ?? .removed)
     }
 
     /// A share the caller may look at: its owner's, or one they take part in (pending too).
@@ -42,7 +43,9 @@ package enum ShareRules {
 
     /// Whether the caller may leave the share (a participant that has not left yet).
     package static func checkLeave(_ share: Share, actor: String) throws(NotesError) {
-        let standing = share.owner == actor ? SharingRules.Standing.owner
+        let standing =
+            share.owner == actor
+            ? SharingRules.Standing.owner
             : share.participant(named: actor).map { SharingRules.Standing(role: $0.role, permission: $0.permission, status: $0.status) }
         guard standing != nil, standing?.status != .removed else { throw noSuchShare(share.id) }
         try SharingRules.check(.leave, standing: standing, what: "“\(share.title)”")
@@ -55,7 +58,7 @@ package enum ShareRules {
             throw NotesError(.invalidArguments, "You own this share; to stop sharing with everyone, run `notes unshare` without --with.")
         }
         guard let participant = share.participants.first(where: { $0.name == name || ($0.name == nil && $0.email == name) }),
-              participant.status != .removed
+            participant.status != .removed
         else {
             throw NotesError(.unknownItem, "\(name) is not a participant of this share.")
         }
@@ -142,8 +145,10 @@ package enum ShareRules {
     /// Decides an accept: `mine` is the caller's participant row, by name or email; the
     /// link's expiry and password hash as stored; `password` whether one was given, and
     /// `verified` the hash it was checked against before the transaction.
-    package static func acceptance(_ share: Share, actor: String, mine: Participant?, now: Date, expiresAt: Double?,
-                                   passwordHash: Data?, passwordGiven: Bool, verified: Data?) throws(NotesError) -> Acceptance {
+    package static func acceptance(
+        _ share: Share, actor: String, mine: Participant?, now: Date, expiresAt: Double?,
+        passwordHash: Data?, passwordGiven: Bool, verified: Data?
+    ) throws(NotesError) -> Acceptance {
         guard share.owner != actor else {
             throw NotesError(.invalidArguments, "You own this share; its notes are already under private/.")
         }
@@ -154,9 +159,11 @@ package enum ShareRules {
             return .invitation
         case .removed?, nil:
             guard share.publicPermission != .none else {
-                throw NotesError(.permissionFailure, mine == nil
-                    ? "This share is not public and you are not invited; ask \(share.owner) to invite you."
-                    : "\(share.owner) removed you from this share; ask them to invite you again.")
+                throw NotesError(
+                    .permissionFailure,
+                    mine == nil
+                        ? "This share is not public and you are not invited; ask \(share.owner) to invite you."
+                        : "\(share.owner) removed you from this share; ask them to invite you again.")
             }
             // An expired public link answers like one that does not exist.
             if let expiresAt, now.timeIntervalSince1970 >= expiresAt { throw unknownLink }

@@ -82,7 +82,8 @@ public struct VersionRetention: Sendable, Equatable {
             // (Bounded before converting: a stored date far out of range must not trap.)
             let seconds = min(max(modifiedAt[index].timeIntervalSince1970, -1e13), 1e13)
             // Days and weeks on the UTC calendar, numbered so the two never collide.
-            let bucket = age < Double(keepDailyDays) * 86_400
+            let bucket =
+                age < Double(keepDailyDays) * 86_400
                 ? Int64((seconds / 86_400).rounded(.down)) * 2
                 : Int64((seconds / 604_800).rounded(.down)) * 2 + 1
             // The newest is kept whatever its bucket; it still fills that bucket.

@@ -19,8 +19,10 @@ public struct TrashedRecord: Sendable, Codable, Equatable {
     /// The change tag of its last version (its content in `versions`).
     public var changeTag: String
 
-    public init(recordName: String, recordType: RecordType, name: String, parent: String?, size: Int, shareID: String?,
-                deletedBy: String, deletedAt: Date, changeTag: String) {
+    public init(
+        recordName: String, recordType: RecordType, name: String, parent: String?, size: Int, shareID: String?,
+        deletedBy: String, deletedAt: Date, changeTag: String
+    ) {
         self.recordName = recordName
         self.recordType = recordType
         self.name = name

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import NotesFS
 
@@ -49,7 +49,6 @@ struct ContentCache {
         if case .spilled = entries[inode] { return true }
         return false
     }
-
 
     /// Inodes whose content is in memory, with its size.
     var resident: [(inode: Inode, count: Int)] {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 public import Logging
@@ -54,19 +54,21 @@ public enum MountRunner {
         // As notesd: one ServiceGroup, ended by SIGTERM or SIGINT (the kernel session
         // is unmounted first, then the sync engine stops) or by an external
         // `fusermount3 -u` (the FUSE loop returns and the group shuts down).
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [
-                .init(service: SyncService(engine: engine)),
-                .init(service: FuseService(mount: mount), successTerminationBehavior: .gracefullyShutdownGroup),
-            ],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(service: SyncService(engine: engine)),
+                    .init(service: FuseService(mount: mount), successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
         try await group.run()
         mount.unmount()
         mount.close()
         let unsaved = tree.saveAllBeforeUnmount()
         if unsaved > 0 {
-            logger.critical("\(unsaved) closed file(s) could not be saved: the disk of \(cacheDirectory) is full. Their last writes are lost; the notes keep their previous content.")
+            logger.critical(
+                "\(unsaved) closed file(s) could not be saved: the disk of \(cacheDirectory) is full. Their last writes are lost; the notes keep their previous content.")
         }
         // One last try to hand queued saves to the daemon; what stays queued is uploaded
         // by the next mount.
@@ -74,7 +76,6 @@ public enum MountRunner {
         let queued = (try? replica.pendingCount()) ?? 0
         logger.info("unmounted \(mountpoint)\(queued > 0 ? "; \(queued) changes stay queued for the next mount" : "")")
     }
-
 
     /// The account the daemon says we are, or, when it is away, the one whose replica
     /// this cache holds (so a mount can start offline).

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 public import NotesFS
@@ -186,7 +186,7 @@ extension NoteTree: FileSystem {
         guard folder.isDirectory else { throw Failure(ENOTDIR) }
         guard let inode = folder.children[name] else { throw Failure(ENOENT) }
         guard Self.access(state, parent, account: account).mayWrite, Self.access(state, inode, account: account).mayWrite,
-              !Self.isShareRootForParticipant(state, inode, account: account)
+            !Self.isShareRootForParticipant(state, inode, account: account)
         else { throw Failure(EACCES) }
         if case .ownerFolder = state.nodes[inode]!.kind { throw Failure(EACCES) }
         return inode
@@ -348,8 +348,9 @@ extension NoteTree: FileSystem {
             // version while their invalidation is under way (they never reach the mount),
             // else the version held now. The handle is open before the content is loaded,
             // so that loading a newer version keeps the older one as a save's base.
-            let handle = state.handles.open(inode, appends: mode.appends, writes: mode.writes, now: clock(),
-                                            mayRead: node.kernelMayHold ?? (state.contents.has(inode) ? node.loadedTag : nil))
+            let handle = state.handles.open(
+                inode, appends: mode.appends, writes: mode.writes, now: clock(),
+                mayRead: node.kernelMayHold ?? (state.contents.has(inode) ? node.loadedTag : nil))
             do throws(Failure) {
                 try loadContent(&state, inode)
             } catch {

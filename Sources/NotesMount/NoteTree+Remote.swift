@@ -45,10 +45,12 @@ extension NoteTree {
                 return (inode, node.remoteGeneration)
             }
         }
-        invalidate(invalidations + state.withLock { state in
-            defer { state.pendingInvalidations = [] }
-            return state.pendingInvalidations
-        })
+        invalidate(
+            invalidations
+                + state.withLock { state in
+                    defer { state.pendingInvalidations = [] }
+                    return state.pendingInvalidations
+                })
         // The kernel has dropped those pages: what it serves from now on, it reads here.
         state.withLock { state in
             for (inode, generation) in generations where state.nodes[inode]?.remoteGeneration == generation {
@@ -65,15 +67,22 @@ extension NoteTree {
             Self.showOrphans(&state, invalidations: &invalidations)
             Self.reclaimNames(&state)
         }
-        invalidate(invalidations + state.withLock { state in
-            defer { state.pendingInvalidations = [] }
-            return state.pendingInvalidations
-        })
+        invalidate(
+            invalidations
+                + state.withLock { state in
+                    defer { state.pendingInvalidations = [] }
+                    return state.pendingInvalidations
+                })
     }
 
     /// Takes records out of the tree (deleted elsewhere, or a local change the server refused).
     public func removeRecords(_ keys: [RecordKey]) {
-        applyRemote({ var effects = RemoteEffects(); effects.removed = keys; return effects }())
+        applyRemote(
+            {
+                var effects = RemoteEffects()
+                effects.removed = keys
+                return effects
+            }())
     }
 
     static func removeRecordNode(_ state: inout State, _ key: RecordKey, invalidations: inout [Invalidation]) {
@@ -116,10 +125,12 @@ extension NoteTree {
             }
             Self.reclaimNames(&state)
         }
-        invalidate(invalidations + state.withLock { state in
-            defer { state.pendingInvalidations = [] }
-            return state.pendingInvalidations
-        })
+        invalidate(
+            invalidations
+                + state.withLock { state in
+                    defer { state.pendingInvalidations = [] }
+                    return state.pendingInvalidations
+                })
     }
 
     /// Records a zone the server lists, so its records find their folder.
@@ -137,10 +148,11 @@ extension NoteTree {
             }
             Self.reclaimNames(&state)
         }
-        invalidate(state.withLock { state in
-            defer { state.pendingInvalidations = [] }
-            return state.pendingInvalidations
-        })
+        invalidate(
+            state.withLock { state in
+                defer { state.pendingInvalidations = [] }
+                return state.pendingInvalidations
+            })
     }
 
     /// The shares the account owns or accepted; permissions and extended attributes
@@ -160,10 +172,12 @@ extension NoteTree {
             }
             Self.reclaimNames(&state)
         }
-        invalidate(invalidations + state.withLock { state in
-            defer { state.pendingInvalidations = [] }
-            return state.pendingInvalidations
-        })
+        invalidate(
+            invalidations
+                + state.withLock { state in
+                    defer { state.pendingInvalidations = [] }
+                    return state.pendingInvalidations
+                })
     }
 
     /// Where a record shows in the mount, relative to the mount's root (`private/plan.md`).
@@ -188,9 +202,10 @@ extension NoteTree {
     /// Whether a record is the root of a share that the account takes part in (not owns):
     /// nothing may be created beside it.
     public func isForeignShareRoot(_ key: RecordKey) -> Bool {
-        key.zone.owner != account && state.withLock { state in
-            state.shares.values.contains { $0.zone == key.zone && $0.rootRecordName == key.recordName }
-        }
+        key.zone.owner != account
+            && state.withLock { state in
+                state.shares.values.contains { $0.zone == key.zone && $0.rootRecordName == key.recordName }
+            }
     }
 
     /// How many nodes the tree holds (for logs and tests).

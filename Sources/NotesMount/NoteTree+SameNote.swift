@@ -41,10 +41,11 @@ extension NoteTree {
             Self.reclaimNames(&state)
             return expired.values.filter { !$0.deletedInReplica && state.index[$0.record.key] == nil }.map(\.record.key)
         }
-        invalidate(state.withLock { state in
-            defer { state.pendingInvalidations = [] }
-            return state.pendingInvalidations
-        })
+        invalidate(
+            state.withLock { state in
+                defer { state.pendingInvalidations = [] }
+                return state.pendingInvalidations
+            })
         return keys
     }
 

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 public import NotesFS
@@ -103,7 +103,9 @@ public final class NoteTree: Sendable {
         let loaded = try replica.load()
         let now = Date().timeIntervalSince1970
         state.withLock { state in
-            for (inode, name, kind) in [(InodeNumbers.root, "", NodeKind.root), (InodeNumbers.privateRoot, "private", .privateRoot), (InodeNumbers.sharedRoot, "shared", .sharedRoot)] {
+            for (inode, name, kind) in [
+                (InodeNumbers.root, "", NodeKind.root), (InodeNumbers.privateRoot, "private", .privateRoot), (InodeNumbers.sharedRoot, "shared", .sharedRoot),
+            ] {
                 state.nodes[inode] = Node(inode: inode, parent: InodeNumbers.root, name: name, kind: kind, isDirectory: true, modified: now, changed: now, accessed: now)
             }
             state.nodes[InodeNumbers.root]!.lookups = 1
@@ -277,7 +279,8 @@ public final class NoteTree: Sendable {
         let placed = Set(places.map(\.key))
         for inode in state.awaitingParent {
             guard let node = state.nodes[inode], case .record(let key) = node.kind, state.index[key] == inode, let parent = node.recordParent,
-                  state.index[RecordKey(zone: key.zone, recordName: parent)] != nil, !placed.contains(key) else { continue }
+                state.index[RecordKey(zone: key.zone, recordName: parent)] != nil, !placed.contains(key)
+            else { continue }
             places.append((key, parent, state.displaced[inode] ?? node.name))
         }
         for record in places {
@@ -376,8 +379,8 @@ public final class NoteTree: Sendable {
                 // editor's new file (the same-note window): taking it would make that
                 // save land in this other note (the simulation, seed 1034).
                 guard let node = state.nodes[inode], node.attached, let folder = state.nodes[node.parent],
-                      folder.children[wanted] == nil, folder.children[node.name] == inode,
-                      state.detached[DetachedName(parent: node.parent, name: wanted)] == nil
+                    folder.children[wanted] == nil, folder.children[node.name] == inode,
+                    state.detached[DetachedName(parent: node.parent, name: wanted)] == nil
                 else { continue }
                 state.nodes[node.parent]?.children[node.name] = nil
                 var invalidations: [Invalidation] = [.entry(node.parent, node.name)]

@@ -3,11 +3,11 @@
 /// in its memory and are never uploaded.
 enum ScratchNames {
     static func isScratch(_ name: String) -> Bool {
-        if name.hasSuffix("~") { return true }                                   // vim, emacs, gedit backups
-        if name.hasPrefix(".#") { return true }                                  // emacs lock files
-        if name.hasPrefix("#") && name.hasSuffix("#") { return true }            // emacs auto-save
-        if name.hasPrefix(".~lock.") { return true }                             // LibreOffice locks
-        if name.hasPrefix(".goutputstream-") { return true }                     // GIO (gedit) temporaries
+        if name.hasSuffix("~") { return true }  // vim, emacs, gedit backups
+        if name.hasPrefix(".#") { return true }  // emacs lock files
+        if name.hasPrefix("#") && name.hasSuffix("#") { return true }  // emacs auto-save
+        if name.hasPrefix(".~lock.") { return true }  // LibreOffice locks
+        if name.hasPrefix(".goutputstream-") { return true }  // GIO (gedit) temporaries
         if name.hasSuffix(".tmp") || name.hasSuffix(".TMP") { return true }
         if isVimSwap(name) { return true }
         if isVimProbe(name) { return true }
@@ -19,7 +19,9 @@ enum ScratchNames {
         let bytes = Array(name.utf8)
         guard bytes.count >= 4 else { return false }
         let tail = bytes.suffix(4)
-        let s = tail[tail.startIndex], w = tail[tail.startIndex + 1], p = tail[tail.startIndex + 2]
+        let s = tail[tail.startIndex]
+        let w = tail[tail.startIndex + 1]
+        let p = tail[tail.startIndex + 2]
         let dot = bytes[bytes.count - 4]
         _ = s
         return dot == UInt8(ascii: ".") && w == UInt8(ascii: "s") && p == UInt8(ascii: "w")

@@ -35,8 +35,10 @@ extension SyncEngine {
         let ours = change.content ?? []
         let theirs = server.recordType == .file ? [UInt8](server.bytes ?? Data()) : Array((server.body ?? "").utf8)
         let merged: [UInt8]?
-        if try ours == theirs || server.modifiedBy == tree.account
-            && (local.changeTag == nil || replica.sentDigests(of: key).contains(ContentDigest.of(theirs))) {
+        if try ours == theirs
+            || server.modifiedBy == tree.account
+                && (local.changeTag == nil || replica.sentDigests(of: key).contains(ContentDigest.of(theirs)))
+        {
             // The same text, or an upload of this mount's that went through but whose
             // answer was lost (the mount stopped, or notesd, right after the commit): the
             // server holds this mount's own earlier state, nothing of anyone else's, and
@@ -45,9 +47,10 @@ extension SyncEngine {
             // of lines 0-3 was answered too late, and the next mount sent lines 0-4.)
             merged = ours
         } else if local.recordType == .note, server.recordType == .note, let baseBody = base?.body,
-                  case .merged(let result) = ThreeWayMerge.merge(
-                      base: Array(baseBody.utf8), ours: ours, theirs: theirs,
-                      markers: conflictMarkers ? ("\(tree.account) (here)", server.modifiedBy) : nil) {
+            case .merged(let result) = ThreeWayMerge.merge(
+                base: Array(baseBody.utf8), ours: ours, theirs: theirs,
+                markers: conflictMarkers ? ("\(tree.account) (here)", server.modifiedBy) : nil)
+        {
             merged = result
         } else {
             merged = nil
@@ -93,7 +96,8 @@ extension SyncEngine {
         if let note = kept.note { show([note]) } else { tree.removeRecords([local.key]) }
         show([kept.copy])
         if let path = tree.path(of: kept.copy.key) { try replica.setConflictPath(kept.copy.key, path) }
-        logger.warning("\(local.name) was changed here and by \(server?.modifiedBy ?? "someone else") in the same places: the note has their version, yours is in \(kept.copy.name)")
+        logger.warning(
+            "\(local.name) was changed here and by \(server?.modifiedBy ?? "someone else") in the same places: the note has their version, yours is in \(kept.copy.name)")
         requestUpload()
     }
 
@@ -128,7 +132,8 @@ extension SyncEngine {
     func refresh(_ keys: [RecordKey]) async {
         for (zone, names) in Dictionary(grouping: keys, by: \.zone) {
             guard let records = try? await client.records(names.map(\.recordName), in: zone),
-                  let rows = try? replica.refresh(records, in: zone), !rows.isEmpty else { continue }
+                let rows = try? replica.refresh(records, in: zone), !rows.isEmpty
+            else { continue }
             show(rows)
         }
     }

@@ -291,18 +291,20 @@ public final class SyncEngine: Sendable {
                 continue
             }
             let content = change.content ?? []
-            saves.append(RecordSave(
-                recordName: record.recordName, recordType: record.recordType, name: record.name, parent: record.parent,
-                body: record.recordType == .note ? String(decoding: content, as: UTF8.self) : nil,
-                bytes: record.recordType == .file ? Data(content) : nil, changeTag: record.changeTag))
+            saves.append(
+                RecordSave(
+                    recordName: record.recordName, recordType: record.recordType, name: record.name, parent: record.parent,
+                    body: record.recordType == .note ? String(decoding: content, as: UTF8.self) : nil,
+                    bytes: record.recordType == .file ? Data(content) : nil, changeTag: record.changeTag))
         }
         if saves.isEmpty && deletes.isEmpty { return true }
         // Best effort: on a full cache disk the upload must still go (it is what lets
         // the mount catch up); only the recognition of a lost answer is given up.
         do {
-            try replica.noteSending(batch.compactMap { change in
-                change.record.deleted ? nil : (change.record.key, ContentDigest.of(change.content ?? []))
-            })
+            try replica.noteSending(
+                batch.compactMap { change in
+                    change.record.deleted ? nil : (change.record.key, ContentDigest.of(change.content ?? []))
+                })
         } catch {
             logger.warning("could not note what an upload sends: \(error)")
         }
@@ -343,7 +345,8 @@ public final class SyncEngine: Sendable {
             logger.warning("notesd failed to take \(batch.count) change(s) (\(error.message)); they stay queued and go again in \(pause.components.seconds) s.")
             return false
         }
-        let items = error.itemErrors.isEmpty
+        let items =
+            error.itemErrors.isEmpty
             ? batch.map { NotesError.ItemError(recordName: $0.record.recordName, code: error.code, message: error.message, serverRecord: error.serverRecord) }
             : error.itemErrors
         let byName = Dictionary(batch.map { ($0.record.recordName, $0) }, uniquingKeysWith: { a, _ in a })
@@ -382,7 +385,8 @@ public final class SyncEngine: Sendable {
                 // then is it another's note, and this one takes `name (2)` (the
                 // exerciser, beside stress-ng: `x (2).bin` from a single mount).
                 if try replica.hasOtherChanges(in: zone, than: key), deferredForName.withLock({ $0.insert(key).inserted }),
-                   try replica.requeue(key, dirty: record.dirty) {
+                    try replica.requeue(key, dirty: record.dirty)
+                {
                     logger.debug("\(record.name): its name is still taken on notesd; uploaded again after the other queued changes")
                     requestUpload()
                 } else {
@@ -540,17 +544,22 @@ public final class SyncEngine: Sendable {
             }
             let mark = tree.localMark()
             // What went, named while the mount still shows it (none on a first fetch).
-            let gone = fromScratch || events == nil ? [] : page.deleted.map { name in
-                EventLog.Event(change: "deleted", zone: zone, recordName: name, path: tree.path(of: RecordKey(zone: zone, recordName: name)))
-            }
+            let gone =
+                fromScratch || events == nil
+                ? []
+                : page.deleted.map { name in
+                    EventLog.Event(change: "deleted", zone: zone, recordName: name, path: tree.path(of: RecordKey(zone: zone, recordName: name)))
+                }
             let effects = try replica.applyRemote(zone, records: page.records, deleted: page.deleted, token: page.changeToken, scope: scope)
             tree.applyRemote(effects, after: mark)
             if let events, !fromScratch {
-                events.append(gone + page.records.map { record in
-                    EventLog.Event(
-                        change: "saved", zone: zone, recordName: record.recordName, path: tree.path(of: RecordKey(zone: zone, recordName: record.recordName)),
-                        name: record.name, type: record.recordType, by: record.modifiedBy, at: record.modifiedAt, share: record.shareID)
-                })
+                events.append(
+                    gone
+                        + page.records.map { record in
+                            EventLog.Event(
+                                change: "saved", zone: zone, recordName: record.recordName, path: tree.path(of: RecordKey(zone: zone, recordName: record.recordName)),
+                                name: record.name, type: record.recordType, by: record.modifiedBy, at: record.modifiedAt, share: record.shareID)
+                        })
             }
             if fromScratch { seen.formUnion(page.records.map(\.recordName)) }
             token = page.changeToken

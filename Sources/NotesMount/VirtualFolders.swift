@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 public import NotesFS
@@ -145,7 +145,8 @@ public final class VirtualFolders: FileSystem, Sendable {
     }
 
     private func attributes(_ inode: Inode, _ entry: Entry) -> FileAttributes {
-        var size = entry.size, modified = entry.modified
+        var size = entry.size
+        var modified = entry.modified
         switch entry.kind {
         case .events, .notesFolder:
             // As a log grows: its size now, changed now.
@@ -215,7 +216,8 @@ public final class VirtualFolders: FileSystem, Sendable {
 
     /// A zone's trash: as notesd last said, unless the zone changed since or it is old.
     private func trash(of zone: ZoneID) throws(FileSystemError) -> Answer<[TrashedRecord]> {
-        let generation = tree.generation(of: zone), now = Date().timeIntervalSince1970
+        let generation = tree.generation(of: zone)
+        let now = Date().timeIntervalSince1970
         if let known = table.withLock({ $0.trash[zone] }), known.generation == generation, now - known.at < Self.answerLifetime {
             return known
         }
@@ -230,7 +232,8 @@ public final class VirtualFolders: FileSystem, Sendable {
 
     /// A note's versions, kept as `trash(of:)` keeps a trash.
     private func versions(of key: RecordKey) throws(FileSystemError) -> [RecordVersion] {
-        let generation = tree.generation(of: key.zone), now = Date().timeIntervalSince1970
+        let generation = tree.generation(of: key.zone)
+        let now = Date().timeIntervalSince1970
         if let known = table.withLock({ $0.versions[key] }), known.generation == generation, now - known.at < Self.answerLifetime {
             return known.value
         }
@@ -259,7 +262,8 @@ public final class VirtualFolders: FileSystem, Sendable {
                 var name = record.name
                 var copy = 2
                 while children[name] != nil {
-                    let base = (record.name as NSString).deletingPathExtension, suffix = (record.name as NSString).pathExtension
+                    let base = (record.name as NSString).deletingPathExtension
+                    let suffix = (record.name as NSString).pathExtension
                     name = "\(base) (\(copy))" + (suffix.isEmpty ? "" : ".\(suffix)")
                     copy += 1
                 }

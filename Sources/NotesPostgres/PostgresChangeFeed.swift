@@ -82,9 +82,9 @@ public struct PostgresChangeFeed: Sendable, Equatable {
     /// Reads a payload; nil if it is not one of ours.
     public static func decode(_ payload: String) -> Message? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
-              let instance = object["i"] as? String,
-              let seq = (object["s"] as? NSNumber)?.int64Value,
-              let items = object["n"] as? [[String]]
+            let instance = object["i"] as? String,
+            let seq = (object["s"] as? NSNumber)?.int64Value,
+            let items = object["n"] as? [[String]]
         else { return nil }
         var notices: [ChangeNotice] = []
         for item in items {

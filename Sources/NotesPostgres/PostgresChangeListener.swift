@@ -100,9 +100,11 @@ public final class PostgresChangeListener: Sendable {
                 reachable(false)
                 failures += 1
                 let pause = pauseAfter(failures)
-                logger.warning("the connection listening for other instances' changes failed; reconnecting", metadata: [
-                    "error": "\(String(reflecting: error))", "retryIn": "\(pause)", "failures": "\(failures)",
-                ])
+                logger.warning(
+                    "the connection listening for other instances' changes failed; reconnecting",
+                    metadata: [
+                        "error": "\(String(reflecting: error))", "retryIn": "\(pause)", "failures": "\(failures)",
+                    ])
                 try? await Task.sleep(for: pause)
                 continue
             }

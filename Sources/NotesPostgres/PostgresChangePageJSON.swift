@@ -17,7 +17,9 @@ extension PostgresStore {
             var out = RecordJSONWriter.pageStart
             var zoneJSON: [UInt8] = []
             RecordJSONWriter.zone(zone, into: &zoneJSON)
-            var seqs: [Int64] = [], ends: [Int] = [], names: [String] = []
+            var seqs: [Int64] = []
+            var ends: [Int] = []
+            var names: [String] = []
             seqs.reserveCapacity(count)
             ends.reserveCapacity(count)
             for try await row in try await sql.connection.query(start.recordFilter.selecting(PostgresRecords.columns, from: "records", limit: count), logger: sql.logger) {
@@ -42,10 +44,13 @@ extension PostgresStore {
     /// What a caller reads of a zone's changes: the owner all of it, a participant the
     /// shares it may read (records, and tombstones that say a record left them).
     static func changeFilters(_ zone: ZoneID, access: ZoneAccess, since: Int64) -> (records: PostgresQuery, tombstones: PostgresQuery) {
-        let owner = zone.owner, name = zone.name
+        let owner = zone.owner
+        let name = zone.name
         if access.isOwner {
-            return ("owner = \(owner) AND zone = \(name) AND seq > \(since)",
-                    "owner = \(owner) AND zone = \(name) AND seq > \(since) AND kind = 'deleted'")
+            return (
+                "owner = \(owner) AND zone = \(name) AND seq > \(since)",
+                "owner = \(owner) AND zone = \(name) AND seq > \(since) AND kind = 'deleted'"
+            )
         }
         let shares = access.readableShares
         let filter: PostgresQuery = "owner = \(owner) AND zone = \(name) AND seq > \(since) AND share_id = ANY(\(shares))"

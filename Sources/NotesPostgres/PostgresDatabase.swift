@@ -87,7 +87,8 @@ public final class PostgresDatabase: Sendable {
             // in PostgreSQL's catalogue even with IF NOT EXISTS.
             try await client.withTransaction(logger: logger) { connection in
                 try await Self.lockForMigrations(connection, logger: logger)
-                try await Self.execute("""
+                try await Self.execute(
+                    """
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
                     """, on: connection, logger: logger)
@@ -152,12 +153,13 @@ public final class PostgresDatabase: Sendable {
     }
 
     /// The key of the advisory lock that migrations take (any fixed number of our own).
-    static let migrationLock: Int64 = 0x6E6F_7465_7364   // "notesd"
+    static let migrationLock: Int64 = 0x6E6F_7465_7364  // "notesd"
 
     static func tooNew(_ version: Int) -> NotesError {
         NotesError(
             .serviceUnavailable,
-            "The database is at schema version \(version), newer than this notesd knows (\(PostgresMigrations.latest)): a newer notesd has used it. Run that version, or restore a backup made before the upgrade.")
+            "The database is at schema version \(version), newer than this notesd knows (\(PostgresMigrations.latest)): a newer notesd has used it. Run that version, or restore a backup made before the upgrade."
+        )
     }
 
     // MARK: Errors

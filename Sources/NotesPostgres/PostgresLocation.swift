@@ -35,7 +35,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     public init(url value: String) throws(NotesError) {
         func refuse(_ why: String) -> NotesError {
-            NotesError(.invalidArguments, "The database URL \(Self.redacted(value)) \(why). Write it as postgres://USER@HOST:PORT/DATABASE, or postgres://USER@%2Frun%2Fpostgresql/DATABASE for a Unix socket.")
+            NotesError(
+                .invalidArguments,
+                "The database URL \(Self.redacted(value)) \(why). Write it as postgres://USER@HOST:PORT/DATABASE, or postgres://USER@%2Frun%2Fpostgresql/DATABASE for a Unix socket."
+            )
         }
         guard Self.matches(value), let url = URLComponents(string: value) else { throw refuse("is not a postgres:// URL") }
         let query = Dictionary((url.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })

@@ -14,193 +14,201 @@ enum PostgresMigrations {
     }
 
     static let all: [Migration] = [
-        Migration(version: 1, name: "accounts, zones, records, versions, shares, usage", sql: """
-            -- One change sequence for the whole database: every record save or delete
-            -- takes the next value, which is also the record's change tag; zone and
-            -- database change tokens are positions in it. A write transaction reads it
-            -- with FOR UPDATE and writes it back before committing, so writers take
-            -- numbers in commit order and a reader paging by token never skips a change
-            -- that commits after it read (a plain SEQUENCE would allow that).
-            CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
-            INSERT INTO counters (name, value) VALUES ('seq', 0);
+        Migration(
+            version: 1, name: "accounts, zones, records, versions, shares, usage",
+            sql: """
+                -- One change sequence for the whole database: every record save or delete
+                -- takes the next value, which is also the record's change tag; zone and
+                -- database change tokens are positions in it. A write transaction reads it
+                -- with FOR UPDATE and writes it back before committing, so writers take
+                -- numbers in commit order and a reader paging by token never skips a change
+                -- that commits after it read (a plain SEQUENCE would allow that).
+                CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
+                INSERT INTO counters (name, value) VALUES ('seq', 0);
 
-            CREATE TABLE accounts (
-                name TEXT PRIMARY KEY,
-                email TEXT UNIQUE,
-                is_admin BOOLEAN NOT NULL DEFAULT FALSE,
-                created_at DOUBLE PRECISION NOT NULL,
-                disabled_at DOUBLE PRECISION
-            );
+                CREATE TABLE accounts (
+                    name TEXT PRIMARY KEY,
+                    email TEXT UNIQUE,
+                    is_admin BOOLEAN NOT NULL DEFAULT FALSE,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    disabled_at DOUBLE PRECISION
+                );
 
-            -- Bearer tokens: `id` finds the row, the secret is kept only as SHA-256.
-            CREATE TABLE tokens (
-                id TEXT PRIMARY KEY,
-                account TEXT NOT NULL REFERENCES accounts(name) ON DELETE CASCADE,
-                secret_hash BYTEA NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                expires_at DOUBLE PRECISION,
-                label TEXT
-            );
-            CREATE INDEX tokens_by_account ON tokens(account);
+                -- Bearer tokens: `id` finds the row, the secret is kept only as SHA-256.
+                CREATE TABLE tokens (
+                    id TEXT PRIMARY KEY,
+                    account TEXT NOT NULL REFERENCES accounts(name) ON DELETE CASCADE,
+                    secret_hash BYTEA NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    expires_at DOUBLE PRECISION,
+                    label TEXT
+                );
+                CREATE INDEX tokens_by_account ON tokens(account);
 
-            CREATE TABLE zones (
-                owner TEXT NOT NULL REFERENCES accounts(name),
-                name TEXT NOT NULL,
-                epoch BIGINT NOT NULL,
-                changed_seq BIGINT NOT NULL,
-                PRIMARY KEY (owner, name)
-            );
-            CREATE TABLE zone_tombstones (owner TEXT NOT NULL, name TEXT NOT NULL, seq BIGINT NOT NULL);
-            CREATE INDEX zone_tombstones_by_seq ON zone_tombstones(owner, seq);
+                CREATE TABLE zones (
+                    owner TEXT NOT NULL REFERENCES accounts(name),
+                    name TEXT NOT NULL,
+                    epoch BIGINT NOT NULL,
+                    changed_seq BIGINT NOT NULL,
+                    PRIMARY KEY (owner, name)
+                );
+                CREATE TABLE zone_tombstones (owner TEXT NOT NULL, name TEXT NOT NULL, seq BIGINT NOT NULL);
+                CREATE INDEX zone_tombstones_by_seq ON zone_tombstones(owner, seq);
 
-            CREATE TABLE records (
-                owner TEXT NOT NULL,
-                zone TEXT NOT NULL,
-                record_name TEXT NOT NULL,
-                record_type TEXT NOT NULL,
-                name TEXT NOT NULL,
-                parent TEXT NOT NULL DEFAULT '',
-                body TEXT,
-                bytes BYTEA,
-                created_at DOUBLE PRECISION NOT NULL,
-                modified_at DOUBLE PRECISION NOT NULL,
-                modified_by TEXT NOT NULL,
-                seq BIGINT NOT NULL,
-                created_seq BIGINT NOT NULL DEFAULT 0,
-                share_id TEXT,
-                PRIMARY KEY (owner, zone, record_name),
-                FOREIGN KEY (owner, zone) REFERENCES zones(owner, name) ON DELETE CASCADE
-            );
-            CREATE UNIQUE INDEX records_by_path ON records(owner, zone, parent, name);
-            CREATE INDEX records_by_seq ON records(owner, zone, seq);
-            CREATE INDEX records_by_share ON records(share_id, seq) WHERE share_id IS NOT NULL;
+                CREATE TABLE records (
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    record_type TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    parent TEXT NOT NULL DEFAULT '',
+                    body TEXT,
+                    bytes BYTEA,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    modified_at DOUBLE PRECISION NOT NULL,
+                    modified_by TEXT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    created_seq BIGINT NOT NULL DEFAULT 0,
+                    share_id TEXT,
+                    PRIMARY KEY (owner, zone, record_name),
+                    FOREIGN KEY (owner, zone) REFERENCES zones(owner, name) ON DELETE CASCADE
+                );
+                CREATE UNIQUE INDEX records_by_path ON records(owner, zone, parent, name);
+                CREATE INDEX records_by_seq ON records(owner, zone, seq);
+                CREATE INDEX records_by_share ON records(share_id, seq) WHERE share_id IS NOT NULL;
 
-            CREATE TABLE tombstones (
-                owner TEXT NOT NULL,
-                zone TEXT NOT NULL,
-                record_name TEXT NOT NULL,
-                seq BIGINT NOT NULL,
-                share_id TEXT,
-                kind TEXT NOT NULL
-            );
-            CREATE INDEX tombstones_by_seq ON tombstones(owner, zone, seq);
-            CREATE INDEX tombstones_by_share ON tombstones(share_id, seq) WHERE share_id IS NOT NULL;
+                CREATE TABLE tombstones (
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    share_id TEXT,
+                    kind TEXT NOT NULL
+                );
+                CREATE INDEX tombstones_by_seq ON tombstones(owner, zone, seq);
+                CREATE INDEX tombstones_by_share ON tombstones(share_id, seq) WHERE share_id IS NOT NULL;
 
-            CREATE TABLE versions (
-                owner TEXT NOT NULL,
-                zone TEXT NOT NULL,
-                record_name TEXT NOT NULL,
-                seq BIGINT NOT NULL,
-                created_seq BIGINT NOT NULL DEFAULT 0,
-                name TEXT NOT NULL,
-                parent TEXT NOT NULL,
-                body TEXT,
-                size BIGINT NOT NULL,
-                modified_by TEXT NOT NULL,
-                modified_at DOUBLE PRECISION NOT NULL
-            );
-            CREATE INDEX versions_by_record ON versions(owner, zone, record_name, created_seq, seq);
-            CREATE INDEX versions_by_age ON versions(modified_at);
+                CREATE TABLE versions (
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    created_seq BIGINT NOT NULL DEFAULT 0,
+                    name TEXT NOT NULL,
+                    parent TEXT NOT NULL,
+                    body TEXT,
+                    size BIGINT NOT NULL,
+                    modified_by TEXT NOT NULL,
+                    modified_at DOUBLE PRECISION NOT NULL
+                );
+                CREATE INDEX versions_by_record ON versions(owner, zone, record_name, created_seq, seq);
+                CREATE INDEX versions_by_age ON versions(modified_at);
 
-            CREATE TABLE shares (
-                id TEXT PRIMARY KEY,
-                owner TEXT NOT NULL,
-                zone TEXT NOT NULL,
-                root_record TEXT,
-                title TEXT NOT NULL,
-                public_permission TEXT NOT NULL,
-                url_token TEXT NOT NULL UNIQUE,
-                created_at DOUBLE PRECISION NOT NULL,
-                stopped BOOLEAN NOT NULL DEFAULT FALSE,
-                public_expires_at DOUBLE PRECISION,
-                password_salt BYTEA,
-                password_hash BYTEA
-            );
-            CREATE INDEX shares_by_zone ON shares(owner, zone) WHERE NOT stopped;
+                CREATE TABLE shares (
+                    id TEXT PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    root_record TEXT,
+                    title TEXT NOT NULL,
+                    public_permission TEXT NOT NULL,
+                    url_token TEXT NOT NULL UNIQUE,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    stopped BOOLEAN NOT NULL DEFAULT FALSE,
+                    public_expires_at DOUBLE PRECISION,
+                    password_salt BYTEA,
+                    password_hash BYTEA
+                );
+                CREATE INDEX shares_by_zone ON shares(owner, zone) WHERE NOT stopped;
 
-            CREATE TABLE participants (
-                share_id TEXT NOT NULL REFERENCES shares(id),
-                position INTEGER NOT NULL,
-                account TEXT,
-                email TEXT,
-                role TEXT NOT NULL,
-                permission TEXT NOT NULL,
-                status TEXT NOT NULL,
-                changed_seq BIGINT NOT NULL,
-                PRIMARY KEY (share_id, position)
-            );
-            CREATE UNIQUE INDEX participants_by_account ON participants(share_id, account);
-            CREATE INDEX participants_of_account ON participants(account, status);
-            CREATE INDEX participants_by_email ON participants(email) WHERE account IS NULL;
+                CREATE TABLE participants (
+                    share_id TEXT NOT NULL REFERENCES shares(id),
+                    position INTEGER NOT NULL,
+                    account TEXT,
+                    email TEXT,
+                    role TEXT NOT NULL,
+                    permission TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    changed_seq BIGINT NOT NULL,
+                    PRIMARY KEY (share_id, position)
+                );
+                CREATE UNIQUE INDEX participants_by_account ON participants(share_id, account);
+                CREATE INDEX participants_of_account ON participants(account, status);
+                CREATE INDEX participants_by_email ON participants(email) WHERE account IS NULL;
 
-            CREATE TABLE password_attempts (
-                key TEXT PRIMARY KEY,
-                window_start DOUBLE PRECISION NOT NULL,
-                failures INTEGER NOT NULL
-            );
+                CREATE TABLE password_attempts (
+                    key TEXT PRIMARY KEY,
+                    window_start DOUBLE PRECISION NOT NULL,
+                    failures INTEGER NOT NULL
+                );
 
-            -- Bytes each account's zones hold (note text, attachments, kept versions'
-            -- text), kept exact by triggers whatever the path, so a quota check reads one row.
-            CREATE TABLE usage (
-                owner TEXT PRIMARY KEY,
-                bytes BIGINT NOT NULL DEFAULT 0
-            );
-            CREATE FUNCTION usage_of_record() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF TG_OP IN ('UPDATE', 'DELETE') THEN
-                    UPDATE usage SET bytes = bytes - COALESCE(octet_length(OLD.body), 0) - COALESCE(octet_length(OLD.bytes), 0) WHERE owner = OLD.owner;
-                END IF;
-                IF TG_OP IN ('INSERT', 'UPDATE') THEN
-                    INSERT INTO usage (owner, bytes) VALUES (NEW.owner, 0) ON CONFLICT (owner) DO NOTHING;
-                    UPDATE usage SET bytes = bytes + COALESCE(octet_length(NEW.body), 0) + COALESCE(octet_length(NEW.bytes), 0) WHERE owner = NEW.owner;
-                END IF;
-                RETURN NULL;
-            END $$;
-            CREATE TRIGGER usage_records AFTER INSERT OR DELETE OR UPDATE OF body, bytes ON records
-                FOR EACH ROW EXECUTE FUNCTION usage_of_record();
-            CREATE FUNCTION usage_of_version() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF TG_OP = 'DELETE' THEN
-                    UPDATE usage SET bytes = bytes - COALESCE(octet_length(OLD.body), 0) WHERE owner = OLD.owner;
-                ELSE
-                    INSERT INTO usage (owner, bytes) VALUES (NEW.owner, 0) ON CONFLICT (owner) DO NOTHING;
-                    UPDATE usage SET bytes = bytes + COALESCE(octet_length(NEW.body), 0) WHERE owner = NEW.owner;
-                END IF;
-                RETURN NULL;
-            END $$;
-            CREATE TRIGGER usage_versions AFTER INSERT OR DELETE ON versions
-                FOR EACH ROW EXECUTE FUNCTION usage_of_version();
-            """),
-        Migration(version: 2, name: "note text as bytes, tokens in the order issued", sql: """
-            -- A note's text is kept as its UTF-8 bytes, as SQLite keeps it: PostgreSQL's TEXT
-            -- cannot hold a NUL, and a note may (a file written with a hole). The usage
-            -- triggers count octet_length, the same for both types.
-            -- (The records trigger names the column, so it is made again around the change.)
-            DROP TRIGGER usage_records ON records;
-            ALTER TABLE records ALTER COLUMN body TYPE BYTEA USING convert_to(body, 'UTF8');
-            ALTER TABLE versions ALTER COLUMN body TYPE BYTEA USING convert_to(body, 'UTF8');
-            CREATE TRIGGER usage_records AFTER INSERT OR DELETE OR UPDATE OF body, bytes ON records
-                FOR EACH ROW EXECUTE FUNCTION usage_of_record();
-            -- Tokens are listed in the order they were issued (SQLite's rowid order), also
-            -- when two were issued at the same time.
-            ALTER TABLE tokens ADD COLUMN issued BIGINT GENERATED ALWAYS AS IDENTITY;
-            """),
-        Migration(version: 3, name: "views of public links", sql: """
-            ALTER TABLE shares ADD COLUMN public_views BIGINT NOT NULL DEFAULT 0;
-            """),
-        Migration(version: 4, name: "the trash, and who deleted", sql: """
-            -- One row per deleted record until it is restored or purged; its content is its
-            -- last version (versions.seq = version_seq), its history the versions with its
-            -- created_seq.
-            CREATE TABLE trash (
-                owner TEXT NOT NULL, zone TEXT NOT NULL, record_name TEXT NOT NULL,
-                created_seq BIGINT NOT NULL, version_seq BIGINT NOT NULL, deleted_seq BIGINT NOT NULL,
-                record_type TEXT NOT NULL, name TEXT NOT NULL, parent TEXT NOT NULL, share_id TEXT,
-                size BIGINT NOT NULL, deleted_by TEXT NOT NULL, deleted_at DOUBLE PRECISION NOT NULL,
-                PRIMARY KEY (owner, zone, record_name)
-            );
-            CREATE INDEX trash_by_age ON trash(deleted_at);
-            """),
+                -- Bytes each account's zones hold (note text, attachments, kept versions'
+                -- text), kept exact by triggers whatever the path, so a quota check reads one row.
+                CREATE TABLE usage (
+                    owner TEXT PRIMARY KEY,
+                    bytes BIGINT NOT NULL DEFAULT 0
+                );
+                CREATE FUNCTION usage_of_record() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+                        UPDATE usage SET bytes = bytes - COALESCE(octet_length(OLD.body), 0) - COALESCE(octet_length(OLD.bytes), 0) WHERE owner = OLD.owner;
+                    END IF;
+                    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+                        INSERT INTO usage (owner, bytes) VALUES (NEW.owner, 0) ON CONFLICT (owner) DO NOTHING;
+                        UPDATE usage SET bytes = bytes + COALESCE(octet_length(NEW.body), 0) + COALESCE(octet_length(NEW.bytes), 0) WHERE owner = NEW.owner;
+                    END IF;
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER usage_records AFTER INSERT OR DELETE OR UPDATE OF body, bytes ON records
+                    FOR EACH ROW EXECUTE FUNCTION usage_of_record();
+                CREATE FUNCTION usage_of_version() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP = 'DELETE' THEN
+                        UPDATE usage SET bytes = bytes - COALESCE(octet_length(OLD.body), 0) WHERE owner = OLD.owner;
+                    ELSE
+                        INSERT INTO usage (owner, bytes) VALUES (NEW.owner, 0) ON CONFLICT (owner) DO NOTHING;
+                        UPDATE usage SET bytes = bytes + COALESCE(octet_length(NEW.body), 0) WHERE owner = NEW.owner;
+                    END IF;
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER usage_versions AFTER INSERT OR DELETE ON versions
+                    FOR EACH ROW EXECUTE FUNCTION usage_of_version();
+                """),
+        Migration(
+            version: 2, name: "note text as bytes, tokens in the order issued",
+            sql: """
+                -- A note's text is kept as its UTF-8 bytes, as SQLite keeps it: PostgreSQL's TEXT
+                -- cannot hold a NUL, and a note may (a file written with a hole). The usage
+                -- triggers count octet_length, the same for both types.
+                -- (The records trigger names the column, so it is made again around the change.)
+                DROP TRIGGER usage_records ON records;
+                ALTER TABLE records ALTER COLUMN body TYPE BYTEA USING convert_to(body, 'UTF8');
+                ALTER TABLE versions ALTER COLUMN body TYPE BYTEA USING convert_to(body, 'UTF8');
+                CREATE TRIGGER usage_records AFTER INSERT OR DELETE OR UPDATE OF body, bytes ON records
+                    FOR EACH ROW EXECUTE FUNCTION usage_of_record();
+                -- Tokens are listed in the order they were issued (SQLite's rowid order), also
+                -- when two were issued at the same time.
+                ALTER TABLE tokens ADD COLUMN issued BIGINT GENERATED ALWAYS AS IDENTITY;
+                """),
+        Migration(
+            version: 3, name: "views of public links",
+            sql: """
+                ALTER TABLE shares ADD COLUMN public_views BIGINT NOT NULL DEFAULT 0;
+                """),
+        Migration(
+            version: 4, name: "the trash, and who deleted",
+            sql: """
+                -- One row per deleted record until it is restored or purged; its content is its
+                -- last version (versions.seq = version_seq), its history the versions with its
+                -- created_seq.
+                CREATE TABLE trash (
+                    owner TEXT NOT NULL, zone TEXT NOT NULL, record_name TEXT NOT NULL,
+                    created_seq BIGINT NOT NULL, version_seq BIGINT NOT NULL, deleted_seq BIGINT NOT NULL,
+                    record_type TEXT NOT NULL, name TEXT NOT NULL, parent TEXT NOT NULL, share_id TEXT,
+                    size BIGINT NOT NULL, deleted_by TEXT NOT NULL, deleted_at DOUBLE PRECISION NOT NULL,
+                    PRIMARY KEY (owner, zone, record_name)
+                );
+                CREATE INDEX trash_by_age ON trash(deleted_at);
+                """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared
@@ -208,7 +216,9 @@ enum PostgresMigrations {
     static func statements(_ sql: String) -> [String] {
         var statements: [String] = []
         var current = ""
-        var inQuote = false, inDollar = false, inComment = false
+        var inQuote = false
+        var inDollar = false
+        var inComment = false
         var characters = Array(sql)[...]
         while let character = characters.popFirst() {
             if inComment {

@@ -63,8 +63,9 @@ final class PostgresRecordWriter {
             "SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND parent = \(existing.recordName)", as: String.self)
         guard try RecordRules.checkEmptied(existing, children: children, deleting: deleting, savedParents: savedParents) == .now else { return false }
         let seq = context.nextSeq()
-        _ = try await sql.rows(DeleteRecord(
-            owner: zone.owner, zone: zone.name, recordName: existing.recordName, seq: seq, actor: actor, now: context.now.storedValue))
+        _ = try await sql.rows(
+            DeleteRecord(
+                owner: zone.owner, zone: zone.name, recordName: existing.recordName, seq: seq, actor: actor, now: context.now.storedValue))
         folders[existing.recordName] = nil
         if let rootOf {
             folders.removeAll()
@@ -91,17 +92,19 @@ final class PostgresRecordWriter {
         if let existing {
             try await checkUpdate(save, existing: existing, ownShare: ownShare, parentShare: parentShare, newShare: newShare)
             try await PostgresRecords.keepVersion(sql, save.recordName, in: zone)
-            _ = try await sql.rows(UpdateRecord(
-                owner: zone.owner, zone: zone.name, recordName: save.recordName, name: save.name, parent: save.parent ?? "",
-                body: body, bytes: save.bytes, now: now, actor: actor, seq: seq, shareID: newShare))
+            _ = try await sql.rows(
+                UpdateRecord(
+                    owner: zone.owner, zone: zone.name, recordName: save.recordName, name: save.name, parent: save.parent ?? "",
+                    body: body, bytes: save.bytes, now: now, actor: actor, seq: seq, shareID: newShare))
             if existing.shareID != newShare {
                 try await moveSubtree(of: existing, from: existing.shareID, to: newShare, recordSeq: seq)
             }
         } else {
             try RecordRules.checkCreate(save, newShare: newShare, access: access)
-            _ = try await sql.rows(InsertRecord(
-                owner: zone.owner, zone: zone.name, recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name,
-                parent: save.parent ?? "", body: body, bytes: save.bytes, now: now, actor: actor, seq: seq, shareID: newShare))
+            _ = try await sql.rows(
+                InsertRecord(
+                    owner: zone.owner, zone: zone.name, recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name,
+                    parent: save.parent ?? "", body: body, bytes: save.bytes, now: now, actor: actor, seq: seq, shareID: newShare))
         }
         let saved = RecordRules.saved(save, zone: zone, existing: existing, now: context.now, actor: actor, seq: seq, share: newShare)
         if save.recordType == .folder { folders[save.recordName] = saved }
@@ -138,8 +141,9 @@ final class PostgresRecordWriter {
         while let current = cursor {
             try RecordRules.checkAncestor(current, of: save, existing: existing, steps: steps)
             cursor = try await sql.value(
-                "SELECT parent FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(current)", as: String.self)
-                .flatMap { $0.isEmpty ? nil : $0 }
+                "SELECT parent FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(current)", as: String.self
+            )
+            .flatMap { $0.isEmpty ? nil : $0 }
             steps += 1
         }
         if try RecordRules.checkMove(existing: existing, ownShare: ownShare, parentShare: parentShare, newShare: newShare) {
@@ -151,7 +155,8 @@ final class PostgresRecordWriter {
     /// record below it.
     private func moveSubtree(of record: Record, from oldShare: String?, to newShare: String?, recordSeq: Int64) async throws {
         if let oldShare {
-            try await sql.execute("""
+            try await sql.execute(
+                """
                 INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind)
                 VALUES (\(zone.owner), \(zone.name), \(record.recordName), \(recordSeq), \(oldShare), 'left')
                 """)
@@ -179,7 +184,8 @@ struct PostgresShareWriter {
         let seq = context.nextSeq()
         try await sql.execute("UPDATE records SET share_id = \(newShare), seq = \(seq) WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName)")
         if let oldShare, oldShare != newShare {
-            try await sql.execute("""
+            try await sql.execute(
+                """
                 INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind)
                 VALUES (\(zone.owner), \(zone.name), \(recordName), \(seq), \(oldShare), 'left')
                 """)
@@ -191,7 +197,8 @@ struct PostgresShareWriter {
     /// can report the zone gone.
     func stop(shareID: String, zone: ZoneID) async throws {
         let seq = context.nextSeq()
-        let accounts = try await sql.column("""
+        let accounts = try await sql.column(
+            """
             SELECT account FROM participants WHERE share_id = \(shareID) AND account IS NOT NULL AND role != 'owner' AND status != 'removed'
             """, as: String.self)
         try await sql.execute("UPDATE participants SET status = 'removed', changed_seq = \(seq) WHERE share_id = \(shareID) AND role != 'owner'")

@@ -44,7 +44,8 @@ enum PostgresRecords {
 
     /// The record names below `recordName` (not itself), at any depth.
     static func descendants(_ sql: SQL, of recordName: String, in zone: ZoneID) async throws -> [String] {
-        try await sql.column("""
+        try await sql.column(
+            """
             WITH RECURSIVE below(record_name) AS (
                 SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND parent = \(recordName)
                 UNION
@@ -60,12 +61,14 @@ enum PostgresRecords {
 
     /// Zones of others in which the caller has at least one readable, accepted share.
     static func sharedZoneIDs(_ sql: SQL, actor: String) async throws -> [ZoneID] {
-        try await sql.rows("""
+        try await sql.rows(
+            """
             SELECT s.owner, s.zone FROM participants p JOIN shares s ON s.id = p.share_id
             WHERE p.account = \(actor) AND p.status = 'accepted' AND p.role != 'owner' AND NOT s.stopped
               AND (p.role != 'publicUser' OR s.public_permission != 'none')
             GROUP BY s.owner, s.zone ORDER BY s.owner COLLATE "C", s.zone COLLATE "C"
-            """).map { row in
+            """
+        ).map { row in
             let (owner, name) = try row.decode((String, String).self)
             return ZoneID(owner: owner, name: name)
         }

@@ -79,8 +79,10 @@ public struct InsertRecord: PreparedRows {
     let owner: String, zone: String, recordName: String, recordType: String, name: String, parent: String
     let body: Data?, bytes: Data?, now: Double, actor: String, seq: Int64, shareID: String?
 
-    public init(owner: String, zone: String, recordName: String, recordType: String, name: String, parent: String,
-                body: Data?, bytes: Data?, now: Double, actor: String, seq: Int64, shareID: String?) {
+    public init(
+        owner: String, zone: String, recordName: String, recordType: String, name: String, parent: String,
+        body: Data?, bytes: Data?, now: Double, actor: String, seq: Int64, shareID: String?
+    ) {
         self.owner = owner
         self.zone = zone
         self.recordName = recordName

@@ -24,7 +24,8 @@ extension PostgresStore {
             // Email invitations sent before the account existed now resolve to it.
             if let email {
                 let seq = context.nextSeq()
-                let resolved = try await sql.count("""
+                let resolved = try await sql.count(
+                    """
                     UPDATE participants SET account = \(name), changed_seq = \(seq)
                     WHERE email = \(email) AND account IS NULL AND share_id NOT IN (SELECT share_id FROM participants WHERE account = \(name))
                     RETURNING 1
@@ -58,7 +59,8 @@ extension PostgresStore {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server; create it with `notes account create \(name)`.")
             }
             let expiry = lifetime.map { context.now.addingTimeInterval($0) }
-            try await context.sql.execute("""
+            try await context.sql.execute(
+                """
                 INSERT INTO tokens (id, account, secret_hash, created_at, expires_at, label)
                 VALUES (\(made.id), \(name), \(Data(made.hash)), \(context.now.storedValue), \(expiry?.storedValue), \(label))
                 """)
@@ -71,10 +73,12 @@ extension PostgresStore {
         let presented = TokenSecrets.hash(parts.secret)
         let now = clock().storedValue
         return try await readOne { sql in
-            guard let row = try await sql.row("""
-                SELECT t.secret_hash, t.expires_at, a.name, a.email, a.is_admin, a.created_at, a.disabled_at
-                FROM tokens t JOIN accounts a ON a.name = t.account WHERE t.id = \(parts.id)
-                """)
+            guard
+                let row = try await sql.row(
+                    """
+                    SELECT t.secret_hash, t.expires_at, a.name, a.email, a.is_admin, a.created_at, a.disabled_at
+                    FROM tokens t JOIN accounts a ON a.name = t.account WHERE t.id = \(parts.id)
+                    """)
             else { return nil }
             let (stored, expiry) = try row.decode((Data, Double?).self)
             guard TokenSecrets.constantTimeEqual(Array(stored), presented) else { return nil }
@@ -88,16 +92,19 @@ extension PostgresStore {
     public func tokens(of account: String) async throws(NotesError) -> [TokenInfo] {
         let now = clock().storedValue
         return try await readOne { sql in
-            try await sql.rows("""
+            try await sql.rows(
+                """
                 SELECT id, account, label, created_at, expires_at FROM tokens
                 WHERE account = \(account) AND (expires_at IS NULL OR expires_at >= \(now)) ORDER BY created_at, issued
-                """).map(Self.tokenInfo(from:))
+                """
+            ).map(Self.tokenInfo(from:))
         }
     }
 
     public func revokeToken(id: String, owner: String?) async throws(NotesError) -> TokenInfo {
         try await write(sequenced: false) { context in
-            let row = try await context.sql.row("DELETE FROM tokens WHERE id = \(id) AND (\(owner)::TEXT IS NULL OR account = \(owner)) RETURNING id, account, label, created_at, expires_at")
+            let row = try await context.sql.row(
+                "DELETE FROM tokens WHERE id = \(id) AND (\(owner)::TEXT IS NULL OR account = \(owner)) RETURNING id, account, label, created_at, expires_at")
             // Someone else's token reads as no token at all: ids are not to be probed.
             guard let row else {
                 throw NotesError(.unknownItem, "There is no token \(id) of yours; `GET /v1/tokens` lists them.")
@@ -108,7 +115,8 @@ extension PostgresStore {
 
     public func setAccountDisabled(_ name: String, _ disabled: Bool) async throws(NotesError) -> Account {
         try await write(sequenced: false) { context in
-            let row = try await context.sql.row("""
+            let row = try await context.sql.row(
+                """
                 UPDATE accounts SET disabled_at = CASE WHEN \(disabled) THEN COALESCE(disabled_at, \(context.now.storedValue)) ELSE NULL END
                 WHERE name = \(name) RETURNING \(unescaped: Self.accountColumns)
                 """)
@@ -142,12 +150,15 @@ extension PostgresStore {
             try await sql.execute("DELETE FROM zone_tombstones WHERE owner = \(name)")
             try await sql.execute("DELETE FROM zones WHERE owner = \(name)")
             // Others' shares it took part in: it leaves them, and their owners are told.
-            let joined = try await sql.rows("""
+            let joined = try await sql.rows(
+                """
                 SELECT s.owner, s.zone, COUNT(*) FROM participants p JOIN shares s ON s.id = p.share_id
                 WHERE p.account = \(name) AND p.role != 'owner' AND p.status != 'removed' AND NOT s.stopped
                 GROUP BY s.owner, s.zone
-                """).map { row in try row.decode((String, String, Int64).self) }
-            try await sql.execute("""
+                """
+            ).map { row in try row.decode((String, String, Int64).self) }
+            try await sql.execute(
+                """
                 UPDATE participants SET status = 'removed', changed_seq = \(context.nextSeq())
                 WHERE account = \(name) AND role != 'owner' AND status != 'removed'
                 """)
@@ -155,8 +166,9 @@ extension PostgresStore {
             try await sql.execute("DELETE FROM usage WHERE owner = \(name)")
             // (its tokens go with it: ON DELETE CASCADE)
             try await sql.execute("DELETE FROM accounts WHERE name = \(name)")
-            return API.AccountDeleted(name: name, zones: zones.count, records: Int(records), sharesStopped: stopped,
-                                      sharesLeft: Int(joined.reduce(0) { $0 + $1.2 }))
+            return API.AccountDeleted(
+                name: name, zones: zones.count, records: Int(records), sharesStopped: stopped,
+                sharesLeft: Int(joined.reduce(0) { $0 + $1.2 }))
         }
     }
 

@@ -168,18 +168,22 @@ extension PostgresStore {
             case .private:
                 let changed = try await sql.column(
                     "SELECT name FROM zones WHERE owner = \(actor) AND changed_seq > \(since) ORDER BY name COLLATE \"C\"", as: String.self)
-                let deleted = try await sql.column("""
+                let deleted = try await sql.column(
+                    """
                     SELECT DISTINCT name FROM zone_tombstones WHERE owner = \(actor) AND seq > \(since) AND name NOT IN (SELECT name FROM zones WHERE owner = \(actor))
                     """, as: String.self)
-                return DatabaseChanges(changedZones: changed.map { ZoneID(owner: actor, name: $0) },
-                                       deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
+                return DatabaseChanges(
+                    changedZones: changed.map { ZoneID(owner: actor, name: $0) },
+                    deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
             case .shared:
                 let visible = Set(try await PostgresRecords.sharedZoneIDs(sql, actor: actor))
-                let rows = try await sql.rows("""
+                let rows = try await sql.rows(
+                    """
                     SELECT s.owner, s.zone, MAX(p.changed_seq), MAX(COALESCE(z.changed_seq, 0))
                     FROM participants p JOIN shares s ON s.id = p.share_id LEFT JOIN zones z ON z.owner = s.owner AND z.name = s.zone
                     WHERE p.account = \(actor) AND p.role != 'owner' GROUP BY s.owner, s.zone
-                    """).map { row in
+                    """
+                ).map { row in
                     let (owner, name, membership, changed) = try row.decode((String, String, Int64, Int64).self)
                     return (zone: ZoneID(owner: owner, name: name), membership: membership, changed: changed)
                 }
@@ -198,10 +202,12 @@ extension PostgresStore {
             }
             // This record's own history: not that of an earlier record deleted under the same
             // name (for a deleted record, the owner reads its last use's).
-            let createdSeq = try await sql.value(record != nil
-                ? "SELECT created_seq FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName)"
-                : "SELECT created_seq FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName) ORDER BY seq DESC LIMIT 1",
-                as: Int64.self) ?? 0
+            let createdSeq =
+                try await sql.value(
+                    record != nil
+                        ? "SELECT created_seq FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName)"
+                        : "SELECT created_seq FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName) ORDER BY seq DESC LIMIT 1",
+                    as: Int64.self) ?? 0
             var page = VersionPage(record: record, beforeSeq: beforeSeq, limit: limit)
             let filter: PostgresQuery = """
                 owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName) AND created_seq = \(createdSeq) AND seq < \(beforeSeq ?? Int64.max)
@@ -212,8 +218,10 @@ extension PostgresStore {
             let rows = try await sql.rows(filter.selecting("seq, name, parent, body, size, modified_by, modified_at", from: "versions", limit: count, newestFirst: true))
             for row in rows {
                 let (seq, name, parent, body, size, modifiedBy, modifiedAt) = try row.decode((Int64, String, String, Data?, Int, String, Double).self)
-                page.append(RecordVersion(changeTag: RecordRules.changeTag(seq), name: name, parent: parent.isEmpty ? nil : parent,
-                                          body: body.map { String(decoding: $0, as: UTF8.self) }, size: size, modifiedBy: modifiedBy, modifiedAt: Date(stored: modifiedAt)))
+                page.append(
+                    RecordVersion(
+                        changeTag: RecordRules.changeTag(seq), name: name, parent: parent.isEmpty ? nil : parent,
+                        body: body.map { String(decoding: $0, as: UTF8.self) }, size: size, modifiedBy: modifiedBy, modifiedAt: Date(stored: modifiedAt)))
             }
             if sizes.count > count { _ = page.fitsAnother() }
             return try page.finish(recordName)

@@ -23,12 +23,14 @@ extension PostgresStore {
             }
             let shareID = "sh_" + SecureRandom.hex(bytes: 12)
             let seq = context.nextSeq()
-            try await sql.execute("""
+            try await sql.execute(
+                """
                 INSERT INTO shares (id, owner, zone, root_record, title, public_permission, url_token, created_at)
                 VALUES (\(shareID), \(zone.owner), \(zone.name), \(request.rootRecordName), \(title),
                         \((request.publicPermission ?? .none).rawValue), \(SecureRandom.token(bytes: 32)), \(context.now.storedValue))
                 """)
-            try await sql.execute("""
+            try await sql.execute(
+                """
                 INSERT INTO participants (share_id, position, account, email, role, permission, status, changed_seq)
                 VALUES (\(shareID), 0, \(actor), NULL, 'owner', 'readWrite', 'accepted', \(seq))
                 """)
@@ -62,10 +64,12 @@ extension PostgresStore {
     private func sharesOf(_ actor: String, status: ParticipantStatus) async throws(NotesError) -> [Share] {
         try await read { sql in
             var shares: [Share] = []
-            for id in try await sql.column("""
+            for id in try await sql.column(
+                """
                 SELECT s.id FROM shares s JOIN participants p ON p.share_id = s.id
                 WHERE p.account = \(actor) AND p.status = \(status.rawValue) AND NOT s.stopped ORDER BY s.created_at, s.id COLLATE "C"
-                """, as: String.self) {
+                """, as: String.self)
+            {
                 shares.append(try await Self.loadShare(sql, id: id))
             }
             return shares
@@ -100,7 +104,8 @@ extension PostgresStore {
                 try await sql.execute("UPDATE shares SET public_expires_at = \(expiry) WHERE id = \(id)")
             }
             if let stored = password {
-                try await sql.execute("""
+                try await sql.execute(
+                    """
                     UPDATE shares SET password_salt = \(stored.map { Data($0.salt) }), password_hash = \(stored.map { Data($0.hash) }) WHERE id = \(id)
                     """)
             }
@@ -122,7 +127,8 @@ extension PostgresStore {
             let sql = context.sql
             let share = try await Self.ownedShare(sql, id: shareID, actor: actor)
             let participant = try ShareRules.participantToRemove(share, name: name, actor: actor)
-            try await sql.execute("""
+            try await sql.execute(
+                """
                 UPDATE participants SET status = 'removed', changed_seq = \(context.nextSeq())
                 WHERE share_id = \(shareID) AND (account = \(name) OR (account IS NULL AND email = \(name)))
                 """)
@@ -146,15 +152,19 @@ extension PostgresStore {
             let email = try await sql.value("SELECT email FROM accounts WHERE name = \(actor)", as: String?.self) ?? nil
             let seq = context.nextSeq()
             let mine = ShareRules.participant(in: share, actor: actor, email: email)
-            switch try ShareRules.acceptance(share, actor: actor, mine: mine, now: clock(), expiresAt: expiresAt, passwordHash: salt == nil ? nil : hash,
-                                             passwordGiven: password != nil, verified: verified) {
+            switch try ShareRules.acceptance(
+                share, actor: actor, mine: mine, now: clock(), expiresAt: expiresAt, passwordHash: salt == nil ? nil : hash,
+                passwordGiven: password != nil, verified: verified)
+            {
             case .invitation:
-                try await sql.execute("""
+                try await sql.execute(
+                    """
                     UPDATE participants SET account = \(actor), status = 'accepted', changed_seq = \(seq)
                     WHERE share_id = \(id) AND (account = \(actor) OR (account IS NULL AND email = \(email)))
                     """)
             case .publicUser(let permission, again: true):
-                try await sql.execute("""
+                try await sql.execute(
+                    """
                     UPDATE participants SET role = 'publicUser', permission = \(permission.rawValue), status = 'accepted', changed_seq = \(seq)
                     WHERE share_id = \(id) AND account = \(actor)
                     """)
@@ -173,10 +183,12 @@ extension PostgresStore {
             let share = try await Self.publicLink(sql, urlToken: urlToken, pass: pass, now: now)
             // Names and tags only: a visitor's request reads the one note it shows
             // (`publicRecord`), not the content of every note in the share.
-            let records = try await sql.rows("""
+            let records = try await sql.rows(
+                """
                 SELECT \(unescaped: PostgresRecords.metadataColumns) FROM records
                 WHERE owner = \(share.zone.owner) AND zone = \(share.zone.name) AND share_id = \(share.id) ORDER BY name COLLATE "C"
-                """).map { try PostgresRecords.record(from: $0, zone: share.zone).record }
+                """
+            ).map { try PostgresRecords.record(from: $0, zone: share.zone).record }
             return (share, records)
         }
     }
@@ -199,9 +211,11 @@ extension PostgresStore {
     /// The share behind a public link that anyone may read now (with `pass`, if it has a
     /// password); otherwise the same 404 as for a token that does not exist.
     static func publicLink(_ sql: SQL, urlToken: String, pass: String?, now: Date) async throws -> Share {
-        guard let link = try await sql.row("""
-            SELECT id, public_permission, public_expires_at, password_hash FROM shares WHERE url_token = \(urlToken) AND NOT stopped
-            """)
+        guard
+            let link = try await sql.row(
+                """
+                SELECT id, public_permission, public_expires_at, password_hash FROM shares WHERE url_token = \(urlToken) AND NOT stopped
+                """)
         else { throw ShareRules.noPublicPage }
         let (id, publicPermission, expiresAt, hash) = try link.decode((String, String, Double?, Data?).self)
         let unlocked = hash.map { LinkPass.isValid(pass, urlToken: urlToken, passwordHash: $0, now: now) } ?? false
@@ -211,9 +225,11 @@ extension PostgresStore {
 
     public func countPublicViews(_ views: [String: Int]) async throws(NotesError) {
         guard !views.isEmpty else { return }
-        let tokens = Array(views.keys), counts = tokens.map { Int64(views[$0] ?? 0) }
+        let tokens = Array(views.keys)
+        let counts = tokens.map { Int64(views[$0] ?? 0) }
         try await write(sequenced: false) { context in
-            try await context.sql.execute("""
+            try await context.sql.execute(
+                """
                 UPDATE shares SET public_views = public_views + v.count
                 FROM unnest(\(tokens)::text[], \(counts)::bigint[]) AS v(token, count) WHERE shares.url_token = v.token
                 """)
@@ -248,10 +264,12 @@ extension PostgresStore {
     }
 
     static func loadShare(_ sql: SQL, id: String) async throws -> Share {
-        guard let row = try await sql.row("""
-            SELECT owner, zone, root_record, title, public_permission, url_token, created_at, public_expires_at, password_hash IS NOT NULL, public_views
-            FROM shares WHERE id = \(id) AND NOT stopped
-            """)
+        guard
+            let row = try await sql.row(
+                """
+                SELECT owner, zone, root_record, title, public_permission, url_token, created_at, public_expires_at, password_hash IS NOT NULL, public_views
+                FROM shares WHERE id = \(id) AND NOT stopped
+                """)
         else {
             throw ShareRules.noSuchShare(id)
         }
@@ -261,18 +279,22 @@ extension PostgresStore {
             let (account, email, role, permission, status) = try row.decode((String?, String?, String, String, String).self)
             return ShareRules.participant(account: account, email: email, role: role, permission: permission, status: status)
         }
-        return Share(id: id, zone: ZoneID(owner: owner, name: zone), rootRecordName: root, title: title,
-                     publicPermission: PublicPermission(rawValue: publicPermission) ?? .none, urlToken: urlToken,
-                     participants: participants, createdAt: Date(stored: createdAt),
-                     publicExpiresAt: expiresAt.map(Date.init(stored:)), passwordProtected: hasPassword, publicViews: Int(views))
+        return Share(
+            id: id, zone: ZoneID(owner: owner, name: zone), rootRecordName: root, title: title,
+            publicPermission: PublicPermission(rawValue: publicPermission) ?? .none, urlToken: urlToken,
+            participants: participants, createdAt: Date(stored: createdAt),
+            publicExpiresAt: expiresAt.map(Date.init(stored:)), passwordProtected: hasPassword, publicViews: Int(views))
     }
 
-    static func insertParticipant(_ sql: SQL, shareID: String, account: String?, email: String?, role: ParticipantRole,
-                                  permission: ParticipantPermission, status: ParticipantStatus, seq: Int64) async throws {
+    static func insertParticipant(
+        _ sql: SQL, shareID: String, account: String?, email: String?, role: ParticipantRole,
+        permission: ParticipantPermission, status: ParticipantStatus, seq: Int64
+    ) async throws {
         let active = try await sql.value("SELECT COUNT(*) FROM participants WHERE share_id = \(shareID) AND status != 'removed'", as: Int.self) ?? 0
         try ShareRules.checkRoom(active: active)
         let position = (try await sql.value("SELECT MAX(position) FROM participants WHERE share_id = \(shareID)", as: Int?.self) ?? nil).map { $0 + 1 } ?? 1
-        try await sql.execute("""
+        try await sql.execute(
+            """
             INSERT INTO participants (share_id, position, account, email, role, permission, status, changed_seq)
             VALUES (\(shareID), \(position), \(account), \(email), \(role.rawValue), \(permission.rawValue), \(status.rawValue), \(seq))
             """)
@@ -297,11 +319,13 @@ extension PostgresStore {
             }
             try ShareRules.checkInvitee(account: account, owner: owner)
             let seq = context.nextSeq()
-            let status = account != nil
+            let status =
+                account != nil
                 ? try await sql.value("SELECT status FROM participants WHERE share_id = \(shareID) AND account = \(account)", as: String.self)
                 : try await sql.value("SELECT status FROM participants WHERE share_id = \(shareID) AND account IS NULL AND email = \(email)", as: String.self)
             if let status {
-                try await sql.execute("""
+                try await sql.execute(
+                    """
                     UPDATE participants SET permission = \(invitee.permission.rawValue), status = \(ShareRules.statusWhenInvitedAgain(status)), role = 'privateUser', changed_seq = \(seq)
                     WHERE share_id = \(shareID) AND ((account IS NOT NULL AND account = \(account)) OR (account IS NULL AND email = \(email)))
                     """)

@@ -45,13 +45,16 @@ extension PostgresStore {
                 }
                 var count = 0
                 for key in keys {
-                    let versions = try await sql.rows("""
+                    let versions = try await sql.rows(
+                        """
                         SELECT seq, modified_at FROM versions
                         WHERE owner = \(key.owner) AND zone = \(key.zone) AND record_name = \(key.recordName) AND created_seq = \(key.createdSeq)
-                        """).map { try $0.decode((Int64, Double).self) }
+                        """
+                    ).map { try $0.decode((Int64, Double).self) }
                     let expired = retention.expired(versions.map { Date(stored: $0.1) }, now: now).map { versions[$0].0 }
                     if !expired.isEmpty {
-                        try await sql.execute("""
+                        try await sql.execute(
+                            """
                             DELETE FROM versions
                             WHERE owner = \(key.owner) AND zone = \(key.zone) AND record_name = \(key.recordName) AND created_seq = \(key.createdSeq) AND seq = ANY(\(expired))
                             """)
@@ -95,7 +98,8 @@ extension PostgresStore: LinkPasswordStore {
             let window = Limits.passwordWindowSeconds
             for key in keys {
                 // A new window starts when the last one is over.
-                try await context.sql.execute("""
+                try await context.sql.execute(
+                    """
                     INSERT INTO password_attempts AS a (key, window_start, failures) VALUES (\(key), \(now), 1)
                     ON CONFLICT (key) DO UPDATE SET
                         failures = CASE WHEN a.window_start + \(window) <= excluded.window_start THEN 1 ELSE a.failures + 1 END,

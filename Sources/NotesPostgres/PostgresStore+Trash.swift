@@ -18,9 +18,11 @@ extension PostgresStore {
             var subtree = try TrashRules.subtree(of: recordName, in: try await Self.trashed(sql, in: zone, access: access))
             for index in subtree.indices {
                 let entry = subtree[index]
-                subtree[index].body = try await sql.value("""
+                subtree[index].body = try await sql.value(
+                    """
                     SELECT body FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(entry.record.recordName) AND seq = \(entry.versionSeq)
-                    """, as: Data?.self).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
+                    """, as: Data?.self
+                ).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
             }
             return subtree
         }
@@ -30,7 +32,8 @@ extension PostgresStore {
     /// restore's modify).
     static func joinHistories(_ sql: SQL, _ records: [RestoredRecord], in zone: ZoneID) async throws {
         for record in records {
-            try await sql.execute("""
+            try await sql.execute(
+                """
                 UPDATE records SET created_seq = \(record.createdSeq) WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)
                 """)
             try await sql.execute("DELETE FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)")
@@ -46,12 +49,15 @@ extension PostgresStore {
             // update are the ones a modify updates.)
             let count = try await write { context in
                 let sql = context.sql
-                let rows = try await sql.rows("""
+                let rows = try await sql.rows(
+                    """
                     SELECT owner, zone, record_name, created_seq FROM trash WHERE deleted_at < \(cutoff) ORDER BY deleted_at LIMIT \(maxRecords)
-                    """).map { try $0.decode((String, String, String, Int64).self) }
+                    """
+                ).map { try $0.decode((String, String, String, Int64).self) }
                 for (owner, zone, name, createdSeq) in rows {
                     // The history goes with it, unless the same record lives again.
-                    try await sql.execute("""
+                    try await sql.execute(
+                        """
                         DELETE FROM versions WHERE owner = \(owner) AND zone = \(zone) AND record_name = \(name) AND created_seq = \(createdSeq)
                           AND NOT EXISTS (SELECT 1 FROM records WHERE owner = \(owner) AND zone = \(zone) AND record_name = \(name) AND created_seq = \(createdSeq))
                         """)
@@ -69,12 +75,14 @@ extension PostgresStore {
     /// The zone's trash as the caller may see it: records deleted from shares it can
     /// read (all of them for the owner), and not living again under the same name.
     static func trashed(_ sql: SQL, in zone: ZoneID, access: ZoneAccess) async throws -> [TrashedContent] {
-        try await sql.rows("""
+        try await sql.rows(
+            """
             SELECT t.record_name, t.record_type, t.name, t.parent, t.size, t.share_id, t.deleted_by, t.deleted_at, t.version_seq, t.created_seq
             FROM trash t WHERE t.owner = \(zone.owner) AND t.zone = \(zone.name)
               AND NOT EXISTS (SELECT 1 FROM records r WHERE r.owner = t.owner AND r.zone = t.zone AND r.record_name = t.record_name)
             ORDER BY t.deleted_at DESC, t.record_name COLLATE "C"
-            """).compactMap { row in
+            """
+        ).compactMap { row in
             let (recordName, type, name, parent, size, shareID, deletedBy, deletedAt, versionSeq, createdSeq) =
                 try row.decode((String, String, String, String, Int64, String?, String, Double, Int64, Int64).self)
             guard access.isOwner || access.canRead(shareID: shareID) else { return nil }

@@ -121,7 +121,8 @@ public final class PostgresStore: RecordStore {
         let migrated = try await readOne { sql in try await sql.value("SELECT to_regclass('schema_migrations') IS NOT NULL", as: Bool.self) ?? false }
         let version = migrated ? try await database.schemaVersion() : 0
         guard version == PostgresMigrations.latest else {
-            throw NotesError(.serviceUnavailable, "The database's schema is at version \(version), not the \(PostgresMigrations.latest) this notesd knows; restart notesd to migrate it.")
+            throw NotesError(
+                .serviceUnavailable, "The database's schema is at version \(version), not the \(PostgresMigrations.latest) this notesd knows; restart notesd to migrate it.")
         }
     }
 
@@ -233,8 +234,10 @@ final class PostgresWrite {
     /// before the commit.
     func finish(notifying channel: String, _ payloads: [String]) async throws {
         if let zone = pendingZone {
-            let row = try await sql.rows(FinishModify(
-                seq: seq, advanced: seq != startSeq, owner: zone.owner, zone: zone.name, channel: channel, payloads: payloads)).first
+            let row = try await sql.rows(
+                FinishModify(
+                    seq: seq, advanced: seq != startSeq, owner: zone.owner, zone: zone.name, channel: channel, payloads: payloads)
+            ).first
             var usage: Int64 = 0
             if let row { (usage, _) = try row.decode((Int64, Int64).self) }
             try checkUsage?(usage)
@@ -244,7 +247,8 @@ final class PostgresWrite {
         case (true, true):
             try await sql.execute("UPDATE counters SET value = \(seq) WHERE name = 'seq'")
         case (true, false):
-            try await sql.execute("""
+            try await sql.execute(
+                """
                 WITH counter AS (UPDATE counters SET value = \(seq) WHERE name = 'seq' RETURNING 1)
                 SELECT pg_notify(\(channel), payload) FROM counter, unnest(\(payloads)::text[]) AS payload
                 """)
@@ -261,7 +265,8 @@ final class PostgresWrite {
     @discardableResult
     func zoneChanged(_ zone: ZoneID) async throws -> Int64 {
         // PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it.
-        let row = try await sql.row("""
+        let row = try await sql.row(
+            """
             WITH changed AS (UPDATE zones SET changed_seq = \(seq) WHERE owner = \(zone.owner) AND name = \(zone.name) RETURNING 1)
             SELECT COALESCE((SELECT bytes FROM usage WHERE owner = \(zone.owner)), 0),
                    ARRAY(SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id

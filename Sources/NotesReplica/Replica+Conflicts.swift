@@ -107,7 +107,8 @@ extension Replica {
     public func unsentEdits(in zone: ZoneID) throws(ReplicaError) -> [PendingChange] {
         try read("read the unsent edits of \(zone)") { db in
             try Row.fetchAll(
-                db, sql: """
+                db,
+                sql: """
                     SELECT \(Self.metadataColumns), content FROM records
                     WHERE owner = ? AND zone = ? AND dirty > 0 AND deleted = 0 AND record_type != 'folder' ORDER BY dirty
                     """,
@@ -119,11 +120,14 @@ extension Replica {
     /// Conflict copies that still exist (deleting a copy settles its conflict).
     public func conflicts() throws(ReplicaError) -> [ReplicaConflict] {
         try read("read conflicts") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT c.owner, c.zone, c.record_name, c.path, c.note_name, c.created_at FROM conflicts c
-                JOIN records r ON r.owner = c.owner AND r.zone = c.zone AND r.record_name = c.record_name AND r.deleted = 0
-                ORDER BY c.created_at
-                """).map { row in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT c.owner, c.zone, c.record_name, c.path, c.note_name, c.created_at FROM conflicts c
+                    JOIN records r ON r.owner = c.owner AND r.zone = c.zone AND r.record_name = c.record_name AND r.deleted = 0
+                    ORDER BY c.created_at
+                    """
+            ).map { row in
                 ReplicaConflict(copy: RecordKey(zone: ZoneID(owner: row[0], name: row[1]), recordName: row[2]), path: row[3], noteName: row[4], createdAt: row[5])
             }
         }
@@ -132,9 +136,10 @@ extension Replica {
     /// Names in use in a folder (`parent` nil: the zone's root), to pick a free one.
     public func names(in zone: ZoneID, parent: String?) throws(ReplicaError) -> Set<String> {
         try read("list \(zone)") { db in
-            Set(try String.fetchAll(
-                db, sql: "SELECT name FROM records WHERE owner = ? AND zone = ? AND parent IS ? AND deleted = 0",
-                arguments: [zone.owner, zone.name, parent]))
+            Set(
+                try String.fetchAll(
+                    db, sql: "SELECT name FROM records WHERE owner = ? AND zone = ? AND parent IS ? AND deleted = 0",
+                    arguments: [zone.owner, zone.name, parent]))
         }
     }
 
@@ -152,8 +157,9 @@ extension Replica {
     /// Whether the zone has queued changes besides `key`'s.
     public func hasOtherChanges(in zone: ZoneID, than key: RecordKey) throws(ReplicaError) -> Bool {
         try read("read the upload queue") { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner = ? AND zone = ? AND record_name != ? AND dirty > 0)",
-                              arguments: [zone.owner, zone.name, key.recordName]) ?? false
+            try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner = ? AND zone = ? AND record_name != ? AND dirty > 0)",
+                arguments: [zone.owner, zone.name, key.recordName]) ?? false
         }
     }
 

@@ -325,9 +325,13 @@ public final class Replica: Sendable {
             while let folder = cursor, depth < 256, walked.insert(folder).inserted {
                 depth += 1
                 let key = RecordKey(zone: record.zone, recordName: folder)
-                guard let row = try Row.fetchOne(db, sql: """
-                    SELECT \(metadataColumns), content FROM records WHERE owner = ? AND zone = ? AND record_name = ?
-                    """, arguments: [key.zone.owner, key.zone.name, key.recordName]) else { break }
+                guard
+                    let row = try Row.fetchOne(
+                        db,
+                        sql: """
+                            SELECT \(metadataColumns), content FROM records WHERE owner = ? AND zone = ? AND record_name = ?
+                            """, arguments: [key.zone.owner, key.zone.name, key.recordName])
+                else { break }
                 let change = pendingChange(row)
                 cursor = change.record.parent
                 guard change.record.dirty > 0, !change.record.deleted, !names.contains(folder) else { continue }
@@ -350,9 +354,11 @@ public final class Replica: Sendable {
     public func isQueuedCreate(parentOf key: RecordKey) throws(ReplicaError) -> Bool {
         try read("read the folder of \(key)") { db in
             guard let parent = try Self.row(db, key)?.parent else { return false }
-            return try Bool.fetchOne(db, sql: """
-                SELECT 1 FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND dirty > 0 AND change_tag IS NULL AND deleted = 0
-                """, arguments: [key.zone.owner, key.zone.name, parent]) ?? false
+            return try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT 1 FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND dirty > 0 AND change_tag IS NULL AND deleted = 0
+                    """, arguments: [key.zone.owner, key.zone.name, parent]) ?? false
         }
     }
 
@@ -378,8 +384,10 @@ public final class Replica: Sendable {
     public func waiting() throws(ReplicaError) -> [Waiting] {
         try read("read the upload queue") { db in
             try Row.fetchAll(db, sql: "SELECT owner, zone, name, deleted, change_tag, refusal FROM records WHERE dirty > 0 ORDER BY dirty").map { row in
-                let owner: String = row[0], zone: String = row[1]
-                let deleted: Bool = row[3], tag: String? = row[4]
+                let owner: String = row[0]
+                let zone: String = row[1]
+                let deleted: Bool = row[3]
+                let tag: String? = row[4]
                 return Waiting(zone: "\(owner)/\(zone)", name: row[2], change: deleted ? "delete" : (tag == nil ? "create" : "save"), refusal: row[5])
             }
         }
@@ -411,10 +419,11 @@ public final class Replica: Sendable {
     public func noteSending(_ digests: [(key: RecordKey, digest: [UInt8])]) throws(ReplicaError) {
         guard !digests.isEmpty else { return }
         try write("note what an upload sends") { db in
-            let statement = try db.cachedStatement(sql: """
-                UPDATE records SET sent_digest = substr(COALESCE(sent_digest, x'') || ?, -256)
-                WHERE owner = ? AND zone = ? AND record_name = ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    UPDATE records SET sent_digest = substr(COALESCE(sent_digest, x'') || ?, -256)
+                    WHERE owner = ? AND zone = ? AND record_name = ?
+                    """)
             for (key, digest) in digests {
                 try statement.execute(arguments: [Data(digest), key.zone.owner, key.zone.name, key.recordName])
             }
@@ -427,8 +436,11 @@ public final class Replica: Sendable {
     /// the next edit, by one of the new content, and notesd holds the first.)
     public func sentDigests(of key: RecordKey) throws(ReplicaError) -> [[UInt8]] {
         try read("read what was sent of \(key)") { db in
-            let bytes = try Data.fetchOne(db, sql: "SELECT sent_digest FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
-                                          arguments: [key.zone.owner, key.zone.name, key.recordName]).map { Array($0) } ?? []
+            let bytes =
+                try Data.fetchOne(
+                    db, sql: "SELECT sent_digest FROM records WHERE owner = ? AND zone = ? AND record_name = ?",
+                    arguments: [key.zone.owner, key.zone.name, key.recordName]
+                ).map { Array($0) } ?? []
             return stride(from: 0, to: bytes.count - bytes.count % 32, by: 32).map { Array(bytes[$0..<$0 + 32]) }
         }
     }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 public import Foundation
 
@@ -119,8 +119,8 @@ public enum ReplicaLocation {
         let folder = registry(environment: environment)
         return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted().compactMap { file in
             guard let data = FileManager.default.contents(atPath: "\(folder)/\(file)"),
-                  let registration = try? JSONDecoder().decode(Registration.self, from: data),
-                  kill(registration.pid, 0) == 0 || errno == EPERM
+                let registration = try? JSONDecoder().decode(Registration.self, from: data),
+                kill(registration.pid, 0) == 0 || errno == EPERM
             else { return nil }
             return registration
         }

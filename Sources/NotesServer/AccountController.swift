@@ -53,10 +53,12 @@ struct AccountController {
             // Gone from now on: no cached identity may outlive this, and its open event streams end at once.
             peers.forget(account: name)
             notifier.endStreams(account: name)
-            context.logger.notice("account deleted", metadata: [
-                "account": "\(name)", "zones": "\(deleted.zones)", "records": "\(deleted.records)",
-                "sharesStopped": "\(deleted.sharesStopped)", "sharesLeft": "\(deleted.sharesLeft)",
-            ])
+            context.logger.notice(
+                "account deleted",
+                metadata: [
+                    "account": "\(name)", "zones": "\(deleted.zones)", "records": "\(deleted.records)",
+                    "sharesStopped": "\(deleted.sharesStopped)", "sharesLeft": "\(deleted.sharesLeft)",
+                ])
             return JSONResponse.make(deleted)
         }
         group.get("accounts/:name/tokens") { _, context in
@@ -88,12 +90,14 @@ struct AccountController {
             // A token cannot outlive the one that made it: an expiring token could
             // otherwise renew itself for ever.
             if let presenting = context.identity?.tokenID,
-               let limit = try await store.tokens(of: account.name).first(where: { $0.id == presenting })?.expiresAt {
+                let limit = try await store.tokens(of: account.name).first(where: { $0.id == presenting })?.expiresAt
+            {
                 let remaining = max(0, limit.timeIntervalSinceNow)
                 guard let lifetime = body.expiresIn, lifetime <= remaining + 1 else {
                     throw NotesError(
                         .invalidArguments,
-                        "The token you used expires at \(ISO8601.string(from: limit)), and a token it makes must expire by then too (expiresIn at most \(Int(remaining))). Make longer-lived tokens on the socket as yourself, or ask the admin (`notes account token \(account.name)`).")
+                        "The token you used expires at \(ISO8601.string(from: limit)), and a token it makes must expire by then too (expiresIn at most \(Int(remaining))). Make longer-lived tokens on the socket as yourself, or ask the admin (`notes account token \(account.name)`)."
+                    )
                 }
             }
             let issued = try await store.issueToken(for: account.name, lifetime: body.expiresIn, label: body.label)

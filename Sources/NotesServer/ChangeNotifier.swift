@@ -36,7 +36,10 @@ public final class ChangeNotifier: Sendable {
         var full = false
         let id: Int? = state.withLock { state in
             guard !state.closed else { return nil }
-            guard (state.byAccount[account]?.count ?? 0) < limit else { full = true; return nil }
+            guard (state.byAccount[account]?.count ?? 0) < limit else {
+                full = true
+                return nil
+            }
             state.nextID += 1
             state.byAccount[account, default: [:]][state.nextID] = continuation
             if let tokenID { state.tokens[state.nextID] = tokenID }

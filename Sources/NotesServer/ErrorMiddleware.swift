@@ -22,21 +22,24 @@ struct ErrorMiddleware: RouterMiddleware {
             let allowed = routes.methods(for: request.uri.path)!.map(\.rawValue).sorted()
             var response = try NotesError(
                 .invalidArguments,
-                "\(request.uri.path) does not answer \(request.method); it answers \(allowed.joined(separator: ", ")).")
-                .response(from: request, context: context)
+                "\(request.uri.path) does not answer \(request.method); it answers \(allowed.joined(separator: ", "))."
+            )
+            .response(from: request, context: context)
             response.status = .methodNotAllowed
             response.headers[.allow] = allowed.joined(separator: ", ")
             return response
         } catch let error as HTTPError {
-            let code: NotesError.Code = switch error.status {
-            case .notFound: .unknownItem
-            case .contentTooLarge: .limitExceeded
-            case .unauthorized: .notAuthenticated
-            case .forbidden: .permissionFailure
-            case .methodNotAllowed, .badRequest: .invalidArguments
-            default: .internalError
-            }
-            let message = error.status == .notFound
+            let code: NotesError.Code =
+                switch error.status {
+                case .notFound: .unknownItem
+                case .contentTooLarge: .limitExceeded
+                case .unauthorized: .notAuthenticated
+                case .forbidden: .permissionFailure
+                case .methodNotAllowed, .badRequest: .invalidArguments
+                default: .internalError
+                }
+            let message =
+                error.status == .notFound
                 ? "There is no \(request.method) \(request.uri.path) in this API; see docs/openapi.yaml."
                 : (error.body ?? error.status.reasonPhrase)
             return try NotesError(code, message).response(from: request, context: context)

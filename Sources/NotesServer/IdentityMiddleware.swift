@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import Hummingbird
@@ -49,13 +49,15 @@ struct IdentityMiddleware: RouterMiddleware {
             let counted: String
             if let client { counted = client } else { counted = "uid:\(await peerUID(channel).map(String.init) ?? "unknown")" }
             guard header.lowercased().hasPrefix("bearer "),
-                  let authenticated = try await store.authenticate(token: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+                let authenticated = try await store.authenticate(token: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
             else {
                 if let wait = badTokens.wait(for: counted) {
                     throw NotesError(.requestRateLimited, "Too many invalid tokens from this address; try again in \(wait) seconds.", retryAfter: wait)
                 }
                 badTokens.fail(counted)
-                throw NotesError(.notAuthenticated, "The token is not valid: it may be mistyped, revoked or expired, or its account disabled. Ask your admin for a new one (`notes account token NAME`).")
+                throw NotesError(
+                    .notAuthenticated,
+                    "The token is not valid: it may be mistyped, revoked or expired, or its account disabled. Ask your admin for a new one (`notes account token NAME`).")
             }
             return Identity(account: authenticated.account, isAdmin: authenticated.account.isAdmin, tokenID: authenticated.tokenID)
         }
@@ -108,7 +110,10 @@ final class FailureCounter: Sendable {
         entries.withLock { entries in
             guard let entry = entries[key], entry.count >= limit else { return nil }
             let left = entry.start + window - .now
-            guard left > .zero else { entries[key] = nil; return nil }
+            guard left > .zero else {
+                entries[key] = nil
+                return nil
+            }
             return max(1, Int(left.components.seconds) + 1)
         }
     }

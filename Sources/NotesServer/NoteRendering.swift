@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import NotesExport
@@ -72,7 +72,8 @@ public final class WorkerRendering: NoteRendering {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let input = Pipe(), output = Pipe()
+        let input = Pipe()
+        let output = Pipe()
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -129,7 +130,10 @@ final class AsyncSlots: Sendable {
     func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = state.withLock { state in
-                if state.free > 0 { state.free -= 1; return true }
+                if state.free > 0 {
+                    state.free -= 1
+                    return true
+                }
                 state.waiting.append(continuation)
                 return false
             }
@@ -139,7 +143,10 @@ final class AsyncSlots: Sendable {
 
     func release() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if state.waiting.isEmpty { state.free += 1; return nil }
+            if state.waiting.isEmpty {
+                state.free += 1
+                return nil
+            }
             return state.waiting.removeFirst()
         }
         next?.resume()

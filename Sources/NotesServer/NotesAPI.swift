@@ -62,8 +62,9 @@ public struct NotesAPI: Sendable {
         // Behind an https:// public URL (TLS here or at a proxy), the link cookie is Secure.
         PublicPageController(
             store: store, renderer: renderer, clients: clients, secureCookies: publicURL.lowercased().hasPrefix("https://"),
-            views: PublicViewCounter(store: store))
-            .addRoutes(to: router)
+            views: PublicViewCounter(store: store)
+        )
+        .addRoutes(to: router)
         let peers = PeerAccountCache()
         let identify = IdentityMiddleware(store: store, peers: peers, clients: clients)
         if let metrics {
@@ -98,12 +99,13 @@ public struct NotesAPI: Sendable {
     public func application(address: BindAddress, tls: TLSConfiguration? = nil, logger: Logger) throws -> some ApplicationProtocol {
         let limiter = ConnectionLimiter(limit: Limits.maxConnectionsPerClient)
         let bodyTimeout = bodyTimeout
-        let http = HTTPServerBuilder.http1(configuration: .init(
-            additionalChannelHandlers: [
-                limiter.handler(),
-                SlowBodyGuard(graceSeconds: bodyTimeout, minimumBytesPerSecond: Limits.minimumBodyBytesPerSecond),
-            ],
-            idleTimeout: .seconds(Int64(idleTimeout))))
+        let http = HTTPServerBuilder.http1(
+            configuration: .init(
+                additionalChannelHandlers: [
+                    limiter.handler(),
+                    SlowBodyGuard(graceSeconds: bodyTimeout, minimumBytesPerSecond: Limits.minimumBodyBytesPerSecond),
+                ],
+                idleTimeout: .seconds(Int64(idleTimeout))))
         return Application(
             router: router(),
             server: try tls.map { try .tls(http, tlsConfiguration: $0) } ?? http,

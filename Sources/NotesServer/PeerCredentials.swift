@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import NIOCore
 
@@ -12,12 +12,12 @@ enum PeerCredentials {
             return nil
         }
         #if os(Linux)
-        let credentials: PeerCredential? = try? await provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(peerCredentialOption)
-        ).get()
-        return credentials?.uid
+            let credentials: PeerCredential? = try? await provider.unsafeGetSocketOption(
+                level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(peerCredentialOption)
+            ).get()
+            return credentials?.uid
         #else
-        return nil
+            return nil
         #endif
     }
 

@@ -56,8 +56,9 @@ struct RecordController {
             let actor = try context.account().name
             var request = request
             let body = try await request.decodeJSON(API.VersionsQuery.self)
-            return JSONResponse.make(try await store.versions(
-                of: body.recordName, in: body.zone, actor: actor, limit: body.limit ?? Limits.defaultVersionsPage, before: body.before))
+            return JSONResponse.make(
+                try await store.versions(
+                    of: body.recordName, in: body.zone, actor: actor, limit: body.limit ?? Limits.defaultVersionsPage, before: body.before))
         }
         group.post("records/trash") { request, context in
             let actor = try context.account().name

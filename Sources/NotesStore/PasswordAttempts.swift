@@ -43,7 +43,9 @@ package enum PasswordAttempts {
     /// Checks a password typed on a public link's page and makes the pass its pages take
     /// (`RecordStore.unlockPublicLink`): wrong guesses are counted as for `verify`, and
     /// the pass ends with the link (`LinkPass.expiry`). `nil`: the link needs no password.
-    package static func unlock(_ password: String, urlToken: String, client: String?, store: some LinkPasswordStore & RecordStore) async throws(NotesError) -> (pass: String, expires: Date)? {
+    package static func unlock(_ password: String, urlToken: String, client: String?, store: some LinkPasswordStore & RecordStore) async throws(NotesError) -> (
+        pass: String, expires: Date
+    )? {
         // Unknown, private and expired links answer as they do to anyone: not found.
         switch await readable(urlToken, pass: nil, store: store) {
         case .success: return nil
@@ -93,9 +95,10 @@ extension SQLiteStore: LinkPasswordStore {
 
     package func passwordOfLink(_ urlToken: String) async throws(NotesError) -> (shareID: String, salt: Data, hash: Data)? {
         try await read { db in
-            guard let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT id, password_salt, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
-                arguments: [urlToken]),
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT id, password_salt, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
+                    arguments: [urlToken]),
                 let salt = row[1] as Data?, let hash = row[2] as Data?
             else { return nil }
             return (row[0], salt, hash)
@@ -116,12 +119,14 @@ extension SQLiteStore: LinkPasswordStore {
             let now = context.now.timeIntervalSince1970
             for key in keys {
                 // A new window starts when the last one is over.
-                try context.db.cachedStatement(sql: """
-                    INSERT INTO password_attempts (key, window_start, failures) VALUES (?, ?, 1)
-                    ON CONFLICT (key) DO UPDATE SET
-                        failures = CASE WHEN window_start + ? <= excluded.window_start THEN 1 ELSE failures + 1 END,
-                        window_start = CASE WHEN window_start + ? <= excluded.window_start THEN excluded.window_start ELSE window_start END
-                    """).execute(arguments: [key, now, Limits.passwordWindowSeconds, Limits.passwordWindowSeconds])
+                try context.db.cachedStatement(
+                    sql: """
+                        INSERT INTO password_attempts (key, window_start, failures) VALUES (?, ?, 1)
+                        ON CONFLICT (key) DO UPDATE SET
+                            failures = CASE WHEN window_start + ? <= excluded.window_start THEN 1 ELSE failures + 1 END,
+                            window_start = CASE WHEN window_start + ? <= excluded.window_start THEN excluded.window_start ELSE window_start END
+                        """
+                ).execute(arguments: [key, now, Limits.passwordWindowSeconds, Limits.passwordWindowSeconds])
             }
             // Old windows are of no use: keep the table small.
             try context.db.cachedStatement(sql: "DELETE FROM password_attempts WHERE window_start < ?").execute(arguments: [now - 2 * Limits.passwordWindowSeconds])

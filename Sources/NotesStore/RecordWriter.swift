@@ -33,20 +33,25 @@ final class RecordWriter {
             throw try withServerRecord(error, delete.recordName)
         }
         guard let existing else { return true }
-        let children = try String.fetchAll(db.cachedStatement(sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ? AND parent = ?"),
-                                           arguments: [zone.owner, zone.name, existing.recordName])
+        let children = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ? AND parent = ?"),
+            arguments: [zone.owner, zone.name, existing.recordName])
         guard try RecordRules.checkEmptied(existing, children: children, deleting: deleting, savedParents: savedParents) == .now else { return false }
         let seq = context.nextSeq()
         try StoredRecord.keepVersion(db, existing.recordName, in: zone)
-        try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO trash (owner, zone, record_name, created_seq, version_seq, deleted_seq, record_type, name, parent, share_id, size, deleted_by, deleted_at)
-            SELECT owner, zone, record_name, created_seq, seq, ?, record_type, name, parent, share_id,
-                   COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0), ?, ?
-            FROM records WHERE owner = ? AND zone = ? AND record_name = ?
-            """).execute(arguments: [seq, actor, context.now.storedValue, zone.owner, zone.name, existing.recordName])
+        try db.cachedStatement(
+            sql: """
+                INSERT OR REPLACE INTO trash (owner, zone, record_name, created_seq, version_seq, deleted_seq, record_type, name, parent, share_id, size, deleted_by, deleted_at)
+                SELECT owner, zone, record_name, created_seq, seq, ?, record_type, name, parent, share_id,
+                       COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0), ?, ?
+                FROM records WHERE owner = ? AND zone = ? AND record_name = ?
+                """
+        ).execute(arguments: [seq, actor, context.now.storedValue, zone.owner, zone.name, existing.recordName])
         try db.cachedStatement(sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [zone.owner, zone.name, existing.recordName])
         folders[existing.recordName] = nil
-        try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'deleted')").execute(arguments: [zone.owner, zone.name, existing.recordName, seq, existing.shareID])
+        try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'deleted')").execute(arguments: [
+            zone.owner, zone.name, existing.recordName, seq, existing.shareID,
+        ])
         if let rootOf {
             folders.removeAll()
             try ShareWriter(context: context).stop(shareID: rootOf, zone: zone)
@@ -69,21 +74,29 @@ final class RecordWriter {
         if let existing {
             try checkUpdate(save, existing: existing, ownShare: ownShare, parentShare: parentShare, newShare: newShare)
             try StoredRecord.keepVersion(db, save.recordName, in: zone)
-            try db.cachedStatement(sql: """
-                UPDATE records SET name = ?, parent = ?, body = ?, bytes = ?, modified_at = ?, modified_by = ?, seq = ?, share_id = ?
-                WHERE owner = ? AND zone = ? AND record_name = ?
-                """).execute(arguments: [save.name, save.parent ?? "", StoredRecord.storedText(save.body), save.bytes, context.now.storedValue, actor, seq, newShare,
-                                 zone.owner, zone.name, save.recordName])
+            try db.cachedStatement(
+                sql: """
+                    UPDATE records SET name = ?, parent = ?, body = ?, bytes = ?, modified_at = ?, modified_by = ?, seq = ?, share_id = ?
+                    WHERE owner = ? AND zone = ? AND record_name = ?
+                    """
+            ).execute(arguments: [
+                save.name, save.parent ?? "", StoredRecord.storedText(save.body), save.bytes, context.now.storedValue, actor, seq, newShare,
+                zone.owner, zone.name, save.recordName,
+            ])
             if existing.shareID != newShare {
                 try moveSubtree(of: existing, from: existing.shareID, to: newShare, recordSeq: seq)
             }
         } else {
             try RecordRules.checkCreate(save, newShare: newShare, access: access)
-            try db.cachedStatement(sql: """
-                INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id, created_seq)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", StoredRecord.storedText(save.body), save.bytes,
-                                 context.now.storedValue, context.now.storedValue, actor, seq, newShare, seq])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id, created_seq)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", StoredRecord.storedText(save.body), save.bytes,
+                context.now.storedValue, context.now.storedValue, actor, seq, newShare, seq,
+            ])
         }
         let saved = RecordRules.saved(save, zone: zone, existing: existing, now: context.now, actor: actor, seq: seq, share: newShare)
         if save.recordType == .folder { folders[save.recordName] = saved }
@@ -120,8 +133,10 @@ final class RecordWriter {
             var steps = 0
             while let current = cursor {
                 try RecordRules.checkAncestor(current, of: save, existing: existing, steps: steps)
-                cursor = try String.fetchOne(db.cachedStatement(sql: "SELECT parent FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
-                                             arguments: [zone.owner, zone.name, current]).flatMap { $0.isEmpty ? nil : $0 }
+                cursor = try String.fetchOne(
+                    db.cachedStatement(sql: "SELECT parent FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
+                    arguments: [zone.owner, zone.name, current]
+                ).flatMap { $0.isEmpty ? nil : $0 }
                 steps += 1
             }
         }
@@ -134,7 +149,9 @@ final class RecordWriter {
     /// record below it.
     private func moveSubtree(of record: NotesModel.Record, from oldShare: String?, to newShare: String?, recordSeq: Int64) throws {
         if let oldShare {
-            try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'left')").execute(arguments: [zone.owner, zone.name, record.recordName, recordSeq, oldShare])
+            try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'left')").execute(arguments: [
+                zone.owner, zone.name, record.recordName, recordSeq, oldShare,
+            ])
         }
         guard record.recordType == .folder else { return }
         folders.removeAll()

@@ -15,16 +15,20 @@ extension SQLiteStore {
                 throw NotesError(.constraintViolation, "Another account already has the email \(email).")
             }
             let account = Account(name: name, email: email, isAdmin: isAdmin, createdAt: context.now)
-            try db.cachedStatement(sql: "INSERT INTO accounts (name, email, is_admin, created_at) VALUES (?, ?, ?, ?)").execute(arguments: [name, email, isAdmin, context.now.storedValue])
+            try db.cachedStatement(sql: "INSERT INTO accounts (name, email, is_admin, created_at) VALUES (?, ?, ?, ?)").execute(arguments: [
+                name, email, isAdmin, context.now.storedValue,
+            ])
             let epoch = context.nextSeq()
             try db.cachedStatement(sql: "INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (?, ?, ?, ?)").execute(arguments: [name, ZoneID.defaultZoneName, epoch, epoch])
             // Email invitations sent before the account existed now resolve to it.
             if let email {
                 let seq = context.nextSeq()
-                try db.cachedStatement(sql: """
-                    UPDATE participants SET account = ?, changed_seq = ?
-                    WHERE email = ? AND account IS NULL AND share_id NOT IN (SELECT share_id FROM participants WHERE account = ?)
-                    """).execute(arguments: [name, seq, email, name])
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE participants SET account = ?, changed_seq = ?
+                        WHERE email = ? AND account IS NULL AND share_id NOT IN (SELECT share_id FROM participants WHERE account = ?)
+                        """
+                ).execute(arguments: [name, seq, email, name])
                 if db.changesCount > 0 {
                     context.notices.insert(ChangeNotice(account: name, scope: .shared, zone: nil))
                 }
@@ -64,9 +68,12 @@ extension SQLiteStore {
         guard let parts = TokenSecrets.parse(token) else { return nil }
         let presented = TokenSecrets.hash(parts.secret)
         return try await read { db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT t.secret_hash, t.expires_at, a.* FROM tokens t JOIN accounts a ON a.name = t.account WHERE t.id = ?
-                """), arguments: [parts.id])
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT t.secret_hash, t.expires_at, a.* FROM tokens t JOIN accounts a ON a.name = t.account WHERE t.id = ?
+                            """), arguments: [parts.id])
             else { return nil }
             let stored: Data = row["secret_hash"]
             guard TokenSecrets.constantTimeEqual(Array(stored), presented) else { return nil }
@@ -80,10 +87,13 @@ extension SQLiteStore {
     public func tokens(of account: String) async throws(NotesError) -> [TokenInfo] {
         let now = clock().storedValue
         return try await read { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT id, account, label, created_at, expires_at FROM tokens
-                WHERE account = ? AND (expires_at IS NULL OR expires_at >= ?) ORDER BY created_at, rowid
-                """), arguments: [account, now]).map(Self.tokenInfo(from:))
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, account, label, created_at, expires_at FROM tokens
+                        WHERE account = ? AND (expires_at IS NULL OR expires_at >= ?) ORDER BY created_at, rowid
+                        """), arguments: [account, now]
+            ).map(Self.tokenInfo(from:))
         }
     }
 
@@ -121,7 +131,9 @@ extension SQLiteStore {
             var stopped = 0
             let writer = ShareWriter(context: context)
             for zone in zones.map({ ZoneID(owner: name, name: $0) }) {
-                for shareID in try String.fetchAll(db.cachedStatement(sql: "SELECT id FROM shares WHERE owner = ? AND zone = ? AND stopped = 0"), arguments: [zone.owner, zone.name]) {
+                for shareID in try String.fetchAll(
+                    db.cachedStatement(sql: "SELECT id FROM shares WHERE owner = ? AND zone = ? AND stopped = 0"), arguments: [zone.owner, zone.name])
+                {
                     try writer.stop(shareID: shareID, zone: zone)
                     stopped += 1
                 }
@@ -131,14 +143,20 @@ extension SQLiteStore {
             }
             try db.cachedStatement(sql: "DELETE FROM zones WHERE owner = ?").execute(arguments: [name])
             // Others' shares it took part in: it leaves them, and their owners are told.
-            let joined = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT DISTINCT s.owner, s.zone FROM participants p JOIN shares s ON s.id = p.share_id
-                WHERE p.account = ? AND p.role != 'owner' AND p.status != 'removed' AND s.stopped = 0
-                """), arguments: [name]).map { ZoneID(owner: $0[0], name: $0[1]) }
-            let left = try Int.fetchOne(db.cachedStatement(sql: """
-                SELECT COUNT(*) FROM participants p JOIN shares s ON s.id = p.share_id
-                WHERE p.account = ? AND p.role != 'owner' AND p.status != 'removed' AND s.stopped = 0
-                """), arguments: [name]) ?? 0
+            let joined = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT DISTINCT s.owner, s.zone FROM participants p JOIN shares s ON s.id = p.share_id
+                        WHERE p.account = ? AND p.role != 'owner' AND p.status != 'removed' AND s.stopped = 0
+                        """), arguments: [name]
+            ).map { ZoneID(owner: $0[0], name: $0[1]) }
+            let left =
+                try Int.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT COUNT(*) FROM participants p JOIN shares s ON s.id = p.share_id
+                            WHERE p.account = ? AND p.role != 'owner' AND p.status != 'removed' AND s.stopped = 0
+                            """), arguments: [name]) ?? 0
             try db.cachedStatement(sql: "UPDATE participants SET status = 'removed', changed_seq = ? WHERE account = ? AND role != 'owner' AND status != 'removed'")
                 .execute(arguments: [context.nextSeq(), name])
             for zone in joined { context.notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone)) }

@@ -93,8 +93,9 @@ extension SQLiteStore {
                 throw RecordRules.batchFailure(store.convert(error), at: current, deletes: request.deletes, saves: saves)
             }
             if store.storage.quotaBytes != nil {
-                try RecordRules.checkQuota(store.storage, owner: request.zone.owner, actor: actor, usedBefore: usedBefore,
-                                           usedAfter: try Storage.used(context.db, by: request.zone.owner))
+                try RecordRules.checkQuota(
+                    store.storage, owner: request.zone.owner, actor: actor, usedBefore: usedBefore,
+                    usedAfter: try Storage.used(context.db, by: request.zone.owner))
             }
             try context.zoneChanged(request.zone)
             return ModifyResult(saved: saved, deleted: request.deletes.map(\.recordName))
@@ -187,19 +188,24 @@ extension SQLiteStore {
             switch scope {
             case .private:
                 let changed = try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM zones WHERE owner = ? AND changed_seq > ? ORDER BY name"), arguments: [actor, since])
-                let deleted = try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT name FROM zone_tombstones WHERE owner = ? AND seq > ? AND name NOT IN (SELECT name FROM zones WHERE owner = ?)"),
-                                                  arguments: [actor, since, actor])
-                return DatabaseChanges(changedZones: changed.map { ZoneID(owner: actor, name: $0) },
-                                       deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
+                let deleted = try String.fetchAll(
+                    db.cachedStatement(sql: "SELECT DISTINCT name FROM zone_tombstones WHERE owner = ? AND seq > ? AND name NOT IN (SELECT name FROM zones WHERE owner = ?)"),
+                    arguments: [actor, since, actor])
+                return DatabaseChanges(
+                    changedZones: changed.map { ZoneID(owner: actor, name: $0) },
+                    deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
             case .shared:
                 let visible = Set(try Self.sharedZoneIDs(db, actor: actor))
-                let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                    SELECT s.owner, s.zone, MAX(p.changed_seq) AS membership, MAX(COALESCE(z.changed_seq, 0)) AS changed
-                    FROM participants p JOIN shares s ON s.id = p.share_id LEFT JOIN zones z ON z.owner = s.owner AND z.name = s.zone
-                    WHERE p.account = ? AND p.role != 'owner' GROUP BY s.owner, s.zone
-                    """), arguments: [actor])
-                return DatabaseChanges.shared(rows.map { (zone: ZoneID(owner: $0["owner"], name: $0["zone"]), membership: $0["membership"], changed: $0["changed"]) },
-                                              visible: visible, since: since, current: current)
+                let rows = try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT s.owner, s.zone, MAX(p.changed_seq) AS membership, MAX(COALESCE(z.changed_seq, 0)) AS changed
+                            FROM participants p JOIN shares s ON s.id = p.share_id LEFT JOIN zones z ON z.owner = s.owner AND z.name = s.zone
+                            WHERE p.account = ? AND p.role != 'owner' GROUP BY s.owner, s.zone
+                            """), arguments: [actor])
+                return DatabaseChanges.shared(
+                    rows.map { (zone: ZoneID(owner: $0["owner"], name: $0["zone"]), membership: $0["membership"], changed: $0["changed"]) },
+                    visible: visible, since: since, current: current)
             }
         }
     }
@@ -214,19 +220,26 @@ extension SQLiteStore {
             }
             // This record's own history: not that of an earlier record deleted under the same
             // name (for a deleted record, the owner reads its last use's).
-            let createdSeq = try Int64.fetchOne(db.cachedStatement(sql: record != nil
-                ? "SELECT created_seq FROM records WHERE owner = ? AND zone = ? AND record_name = ?"
-                : "SELECT created_seq FROM versions WHERE owner = ? AND zone = ? AND record_name = ? ORDER BY seq DESC LIMIT 1"),
-                arguments: [zone.owner, zone.name, recordName]) ?? 0
+            let createdSeq =
+                try Int64.fetchOne(
+                    db.cachedStatement(
+                        sql: record != nil
+                            ? "SELECT created_seq FROM records WHERE owner = ? AND zone = ? AND record_name = ?"
+                            : "SELECT created_seq FROM versions WHERE owner = ? AND zone = ? AND record_name = ? ORDER BY seq DESC LIMIT 1"),
+                    arguments: [zone.owner, zone.name, recordName]) ?? 0
             var page = VersionPage(record: record, beforeSeq: beforeSeq, limit: limit)
-            let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-                SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ? AND seq < ?
-                ORDER BY seq DESC LIMIT ?
-                """), arguments: [zone.owner, zone.name, recordName, createdSeq, beforeSeq ?? Int64.max, limit + 1])
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ? AND seq < ?
+                        ORDER BY seq DESC LIMIT ?
+                        """), arguments: [zone.owner, zone.name, recordName, createdSeq, beforeSeq ?? Int64.max, limit + 1])
             while let row = try rows.next(), page.fitsAnother() {
                 let parent: String = row["parent"]
-                page.append(RecordVersion(changeTag: StoredRecord.changeTag(row["seq"]), name: row["name"], parent: parent.isEmpty ? nil : parent,
-                                          body: StoredRecord.text(row["body"]), size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"])))
+                page.append(
+                    RecordVersion(
+                        changeTag: StoredRecord.changeTag(row["seq"]), name: row["name"], parent: parent.isEmpty ? nil : parent,
+                        body: StoredRecord.text(row["body"]), size: row["size"], modifiedBy: row["modified_by"], modifiedAt: Date(stored: row["modified_at"])))
             }
             return try page.finish(recordName)
         }
@@ -240,11 +253,14 @@ extension SQLiteStore {
 
     /// Zones of others in which the caller has at least one readable, accepted share.
     static func sharedZoneIDs(_ db: Database, actor: String) throws -> [ZoneID] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT DISTINCT s.owner, s.zone FROM participants p JOIN shares s ON s.id = p.share_id
-            WHERE p.account = ? AND p.status = 'accepted' AND p.role != 'owner' AND s.stopped = 0
-              AND (p.role != 'publicUser' OR s.public_permission != 'none')
-            ORDER BY s.owner, s.zone
-            """), arguments: [actor]).map { ZoneID(owner: $0["owner"], name: $0["zone"]) }
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT DISTINCT s.owner, s.zone FROM participants p JOIN shares s ON s.id = p.share_id
+                    WHERE p.account = ? AND p.status = 'accepted' AND p.role != 'owner' AND s.stopped = 0
+                      AND (p.role != 'publicUser' OR s.public_permission != 'none')
+                    ORDER BY s.owner, s.zone
+                    """), arguments: [actor]
+        ).map { ZoneID(owner: $0["owner"], name: $0["zone"]) }
     }
 }

@@ -22,15 +22,21 @@ extension SQLiteStore {
             }
             let shareID = "sh_" + SecureRandom.hex(bytes: 12)
             let seq = context.nextSeq()
-            try db.cachedStatement(sql: """
-                INSERT INTO shares (id, owner, zone, root_record, title, public_permission, url_token, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [shareID, zone.owner, zone.name, request.rootRecordName, title,
-                                 (request.publicPermission ?? .none).rawValue, SecureRandom.token(bytes: 32), context.now.storedValue])
-            try db.cachedStatement(sql: """
-                INSERT INTO participants (share_id, position, account, email, role, permission, status, changed_seq)
-                VALUES (?, 0, ?, NULL, 'owner', 'readWrite', 'accepted', ?)
-                """).execute(arguments: [shareID, actor, seq])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO shares (id, owner, zone, root_record, title, public_permission, url_token, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                shareID, zone.owner, zone.name, request.rootRecordName, title,
+                (request.publicPermission ?? .none).rawValue, SecureRandom.token(bytes: 32), context.now.storedValue,
+            ])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO participants (share_id, position, account, email, role, permission, status, changed_seq)
+                    VALUES (?, 0, ?, NULL, 'owner', 'readWrite', 'accepted', ?)
+                    """
+            ).execute(arguments: [shareID, actor, seq])
             let writer = ShareWriter(context: context)
             for name in members {
                 try writer.setShare(of: name, in: zone, from: nil, to: shareID)
@@ -51,20 +57,24 @@ extension SQLiteStore {
 
     public func shares(actor: String) async throws(NotesError) -> [Share] {
         try await read { db in
-            let ids = try String.fetchAll(db.cachedStatement(sql: """
-                SELECT s.id FROM shares s JOIN participants p ON p.share_id = s.id
-                WHERE p.account = ? AND p.status = 'accepted' AND s.stopped = 0 ORDER BY s.created_at, s.id
-                """), arguments: [actor])
+            let ids = try String.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT s.id FROM shares s JOIN participants p ON p.share_id = s.id
+                        WHERE p.account = ? AND p.status = 'accepted' AND s.stopped = 0 ORDER BY s.created_at, s.id
+                        """), arguments: [actor])
             return try ids.map { try Self.loadShare(db, id: $0) }
         }
     }
 
     public func invitations(actor: String) async throws(NotesError) -> [Share] {
         try await read { db in
-            let ids = try String.fetchAll(db.cachedStatement(sql: """
-                SELECT s.id FROM shares s JOIN participants p ON p.share_id = s.id
-                WHERE p.account = ? AND p.status = 'pending' AND s.stopped = 0 ORDER BY s.created_at, s.id
-                """), arguments: [actor])
+            let ids = try String.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT s.id FROM shares s JOIN participants p ON p.share_id = s.id
+                        WHERE p.account = ? AND p.status = 'pending' AND s.stopped = 0 ORDER BY s.created_at, s.id
+                        """), arguments: [actor])
             return try ids.map { try Self.loadShare(db, id: $0) }
         }
     }
@@ -119,9 +129,11 @@ extension SQLiteStore {
             let share = try Self.ownedShare(db, id: shareID, actor: actor)
             let participant = try ShareRules.participantToRemove(share, name: name, actor: actor)
             let seq = context.nextSeq()
-            try db.cachedStatement(sql: """
-                UPDATE participants SET status = 'removed', changed_seq = ? WHERE share_id = ? AND (account = ? OR (account IS NULL AND email = ?))
-                """).execute(arguments: [seq, shareID, name, name])
+            try db.cachedStatement(
+                sql: """
+                    UPDATE participants SET status = 'removed', changed_seq = ? WHERE share_id = ? AND (account = ? OR (account IS NULL AND email = ?))
+                    """
+            ).execute(arguments: [seq, shareID, name, name])
             if let account = participant.name {
                 context.notices.insert(ChangeNotice(account: account, scope: .shared, zone: nil))
             }
@@ -134,27 +146,34 @@ extension SQLiteStore {
         let verified = try await PasswordAttempts.verify(password, urlToken: urlToken, actor: actor, client: client, store: self)
         return try await write { context in
             let db = context.db
-            guard let link = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT id, public_expires_at, password_salt, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
-                arguments: [urlToken])
+            guard
+                let link = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT id, public_expires_at, password_salt, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
+                    arguments: [urlToken])
             else {
                 throw ShareRules.unknownLink
             }
             let id: String = link[0]
-            let salt: Data? = link[2], hash: Data? = link[3]
+            let salt: Data? = link[2]
+            let hash: Data? = link[3]
             let share = try Self.loadShare(db, id: id)
             let email = try String.fetchOne(db.cachedStatement(sql: "SELECT email FROM accounts WHERE name = ?"), arguments: [actor])
             let seq = context.nextSeq()
             let mine = ShareRules.participant(in: share, actor: actor, email: email)
-            switch try ShareRules.acceptance(share, actor: actor, mine: mine, now: self.clock(), expiresAt: link[1], passwordHash: salt == nil ? nil : hash,
-                                             passwordGiven: password != nil, verified: verified) {
+            switch try ShareRules.acceptance(
+                share, actor: actor, mine: mine, now: self.clock(), expiresAt: link[1], passwordHash: salt == nil ? nil : hash,
+                passwordGiven: password != nil, verified: verified)
+            {
             case .invitation:
-                try db.cachedStatement(sql: """
-                    UPDATE participants SET account = ?, status = 'accepted', changed_seq = ?
-                    WHERE share_id = ? AND (account = ? OR (account IS NULL AND email = ?))
-                    """).execute(arguments: [actor, seq, id, actor, email])
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE participants SET account = ?, status = 'accepted', changed_seq = ?
+                        WHERE share_id = ? AND (account = ? OR (account IS NULL AND email = ?))
+                        """
+                ).execute(arguments: [actor, seq, id, actor, email])
             case .publicUser(let permission, again: true):
-                try db.cachedStatement(sql: "UPDATE participants SET role = 'publicUser', permission = ?, status = 'accepted', changed_seq = ? WHERE share_id = ? AND account = ?").execute(arguments: [permission.rawValue, seq, id, actor])
+                try db.cachedStatement(sql: "UPDATE participants SET role = 'publicUser', permission = ?, status = 'accepted', changed_seq = ? WHERE share_id = ? AND account = ?")
+                    .execute(arguments: [permission.rawValue, seq, id, actor])
             case .publicUser(let permission, again: false):
                 try Self.insertParticipant(db, shareID: id, account: actor, email: nil, role: .publicUser, permission: permission, status: .accepted, seq: seq)
             }
@@ -170,10 +189,11 @@ extension SQLiteStore {
             // Names and tags only: a visitor's request reads the one note it shows
             // (`publicRecord`), not the content of every note in the share.
             let records = try Row.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT record_name, record_type, name, parent, NULL AS body, NULL AS bytes, created_at, modified_at, modified_by, seq, share_id
-                    FROM records WHERE owner = ? AND zone = ? AND share_id = ? ORDER BY name
-                    """),
+                db.cachedStatement(
+                    sql: """
+                        SELECT record_name, record_type, name, parent, NULL AS body, NULL AS bytes, created_at, modified_at, modified_by, seq, share_id
+                        FROM records WHERE owner = ? AND zone = ? AND share_id = ? ORDER BY name
+                        """),
                 arguments: [share.zone.owner, share.zone.name, share.id]
             ).map { StoredRecord.record(fromColumns: $0, zone: share.zone) }
             return (share, records)
@@ -197,9 +217,10 @@ extension SQLiteStore {
     /// The share behind a public link that anyone may read now (with `pass`, if it has a
     /// password); otherwise the same 404 as for a token that does not exist.
     static func publicLink(_ db: Database, urlToken: String, pass: String?, now: Date) throws -> Share {
-        guard let link = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT id, public_permission, public_expires_at, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
-            arguments: [urlToken])
+        guard
+            let link = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT id, public_permission, public_expires_at, password_hash FROM shares WHERE url_token = ? AND stopped = 0"),
+                arguments: [urlToken])
         else { throw ShareRules.noPublicPage }
         let hash = link[3] as Data?
         let unlocked = hash.map { LinkPass.isValid(pass, urlToken: urlToken, passwordHash: $0, now: now) } ?? false
@@ -211,7 +232,9 @@ extension SQLiteStore {
         try await write { context in
             let share = try Self.loadShare(context.db, id: id)
             try ShareRules.checkLeave(share, actor: actor)
-            try context.db.cachedStatement(sql: "UPDATE participants SET status = 'removed', changed_seq = ? WHERE share_id = ? AND account = ?").execute(arguments: [context.nextSeq(), id, actor])
+            try context.db.cachedStatement(sql: "UPDATE participants SET status = 'removed', changed_seq = ? WHERE share_id = ? AND account = ?").execute(arguments: [
+                context.nextSeq(), id, actor,
+            ])
             context.notices.insert(ChangeNotice(account: actor, scope: .shared, zone: nil))
             context.notices.insert(ChangeNotice(account: share.owner, scope: .private, zone: share.zone))
         }
@@ -252,21 +275,26 @@ extension SQLiteStore {
         }
         let expiresAt: Double? = row["public_expires_at"]
         let passwordHash: Data? = row["password_hash"]
-        return Share(id: id, zone: ZoneID(owner: row["owner"], name: row["zone"]), rootRecordName: row["root_record"], title: row["title"],
-                     publicPermission: PublicPermission(rawValue: row["public_permission"]) ?? .none, urlToken: row["url_token"],
-                     participants: participants, createdAt: Date(stored: row["created_at"]),
-                     publicExpiresAt: expiresAt.map(Date.init(stored:)), passwordProtected: passwordHash != nil,
-                     publicViews: row["public_views"])
+        return Share(
+            id: id, zone: ZoneID(owner: row["owner"], name: row["zone"]), rootRecordName: row["root_record"], title: row["title"],
+            publicPermission: PublicPermission(rawValue: row["public_permission"]) ?? .none, urlToken: row["url_token"],
+            participants: participants, createdAt: Date(stored: row["created_at"]),
+            publicExpiresAt: expiresAt.map(Date.init(stored:)), passwordProtected: passwordHash != nil,
+            publicViews: row["public_views"])
     }
 
-    static func insertParticipant(_ db: Database, shareID: String, account: String?, email: String?, role: ParticipantRole,
-                                  permission: ParticipantPermission, status: ParticipantStatus, seq: Int64) throws {
+    static func insertParticipant(
+        _ db: Database, shareID: String, account: String?, email: String?, role: ParticipantRole,
+        permission: ParticipantPermission, status: ParticipantStatus, seq: Int64
+    ) throws {
         let active = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM participants WHERE share_id = ? AND status != 'removed'"), arguments: [shareID]) ?? 0
         try ShareRules.checkRoom(active: active)
         let position = (try Int.fetchOne(db.cachedStatement(sql: "SELECT MAX(position) FROM participants WHERE share_id = ?"), arguments: [shareID]) ?? 0) + 1
-        try db.cachedStatement(sql: """
-            INSERT INTO participants (share_id, position, account, email, role, permission, status, changed_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [shareID, position, account, email, role.rawValue, permission.rawValue, status.rawValue, seq])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO participants (share_id, position, account, email, role, permission, status, changed_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [shareID, position, account, email, role.rawValue, permission.rawValue, status.rawValue, seq])
     }
 
     /// Adds invitees as pending participants, or changes the permission of those
@@ -294,14 +322,17 @@ extension SQLiteStore {
             if let account {
                 existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT status, role FROM participants WHERE share_id = ? AND account = ?"), arguments: [shareID, account])
             } else {
-                existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT status, role FROM participants WHERE share_id = ? AND account IS NULL AND email = ?"), arguments: [shareID, email])
+                existing = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT status, role FROM participants WHERE share_id = ? AND account IS NULL AND email = ?"), arguments: [shareID, email])
             }
             if let existing {
                 let newStatus = ShareRules.statusWhenInvitedAgain(existing["status"])
-                try db.cachedStatement(sql: """
-                    UPDATE participants SET permission = ?, status = ?, role = 'privateUser', changed_seq = ?
-                    WHERE share_id = ? AND ((account IS NOT NULL AND account = ?) OR (account IS NULL AND email = ?))
-                    """).execute(arguments: [invitee.permission.rawValue, newStatus, seq, shareID, account, email])
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE participants SET permission = ?, status = ?, role = 'privateUser', changed_seq = ?
+                        WHERE share_id = ? AND ((account IS NOT NULL AND account = ?) OR (account IS NULL AND email = ?))
+                        """
+                ).execute(arguments: [invitee.permission.rawValue, newStatus, seq, shareID, account, email])
             } else {
                 try insertParticipant(db, shareID: shareID, account: account, email: email, role: .privateUser, permission: invitee.permission, status: .pending, seq: seq)
             }

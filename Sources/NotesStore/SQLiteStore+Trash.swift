@@ -69,9 +69,11 @@ extension SQLiteStore {
             var subtree = try TrashRules.subtree(of: recordName, in: try Self.trashed(db, in: zone, access: access))
             for index in subtree.indices {
                 let entry = subtree[index]
-                subtree[index].body = try String.fetchOne(db.cachedStatement(sql: """
-                    SELECT body FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND seq = ?
-                    """), arguments: [zone.owner, zone.name, entry.record.recordName, entry.versionSeq])
+                subtree[index].body = try String.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT body FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND seq = ?
+                            """), arguments: [zone.owner, zone.name, entry.record.recordName, entry.versionSeq])
             }
             return subtree
         }
@@ -95,16 +97,20 @@ extension SQLiteStore {
         while true {
             let count: Int = try await write { context in
                 let db = context.db
-                let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                    SELECT owner, zone, record_name, created_seq FROM trash WHERE deleted_at < ? ORDER BY deleted_at LIMIT ?
-                    """), arguments: [cutoff, maxRecords])
+                let rows = try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT owner, zone, record_name, created_seq FROM trash WHERE deleted_at < ? ORDER BY deleted_at LIMIT ?
+                            """), arguments: [cutoff, maxRecords])
                 for row in rows {
                     let (owner, zone, name, createdSeq) = (row[0] as String, row[1] as String, row[2] as String, row[3] as Int64)
                     // The history goes with it, unless the same record lives again.
-                    try db.cachedStatement(sql: """
-                        DELETE FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ?
-                          AND NOT EXISTS (SELECT 1 FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ?)
-                        """).execute(arguments: [owner, zone, name, createdSeq, owner, zone, name, createdSeq])
+                    try db.cachedStatement(
+                        sql: """
+                            DELETE FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ?
+                              AND NOT EXISTS (SELECT 1 FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ?)
+                            """
+                    ).execute(arguments: [owner, zone, name, createdSeq, owner, zone, name, createdSeq])
                     try db.cachedStatement(sql: "DELETE FROM trash WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [owner, zone, name])
                 }
                 return rows.count

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 public import NotesModel
 public import Foundation
@@ -35,7 +35,10 @@ public final class SQLiteStore: RecordStore {
         // Every account's notes are in this file: readable by notesd's user only (SQLite
         // gives its -wal and -shm files the same mode).
         let descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
-        if descriptor >= 0 { _ = fchmod(descriptor, 0o600); _ = close(descriptor) }
+        if descriptor >= 0 {
+            _ = fchmod(descriptor, 0o600)
+            _ = close(descriptor)
+        }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             // After opening: GRDB sets its pools' writer to `synchronous = NORMAL` once
@@ -99,13 +102,14 @@ public final class SQLiteStore: RecordStore {
         defer { metrics.calls.decrement() }
         let outcome: Result<T, any Error> = await withCheckedContinuation { continuation in
             Self.asideQueue.async {
-                continuation.resume(returning: Result {
-                    try pool.read { db in
-                        metrics.connectionsInUse.increment()
-                        defer { metrics.connectionsInUse.decrement() }
-                        return try body(db)
-                    }
-                })
+                continuation.resume(
+                    returning: Result {
+                        try pool.read { db in
+                            metrics.connectionsInUse.increment()
+                            defer { metrics.connectionsInUse.decrement() }
+                            return try body(db)
+                        }
+                    })
             }
         }
         do {
@@ -203,10 +207,12 @@ final class WriteContext: @unchecked Sendable {
     func zoneChanged(_ zone: ZoneID) throws {
         try db.cachedStatement(sql: "UPDATE zones SET changed_seq = ? WHERE owner = ? AND name = ?").execute(arguments: [seq, zone.owner, zone.name])
         notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone))
-        let participants = try String.fetchAll(db.cachedStatement(sql: """
-            SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
-            WHERE s.owner = ? AND s.zone = ? AND s.stopped = 0 AND p.status = 'accepted' AND p.account IS NOT NULL AND p.role != 'owner'
-            """), arguments: [zone.owner, zone.name])
+        let participants = try String.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
+                    WHERE s.owner = ? AND s.zone = ? AND s.stopped = 0 AND p.status = 'accepted' AND p.account IS NOT NULL AND p.role != 'owner'
+                    """), arguments: [zone.owner, zone.name])
         for account in participants {
             notices.insert(ChangeNotice(account: account, scope: .shared, zone: zone))
         }

@@ -12,9 +12,13 @@ struct ShareWriter {
     /// 'left' tombstone so that the old share's participants drop it.
     func setShare(of recordName: String, in zone: ZoneID, from oldShare: String?, to newShare: String?) throws {
         let seq = context.nextSeq()
-        try db.cachedStatement(sql: "UPDATE records SET share_id = ?, seq = ? WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [newShare, seq, zone.owner, zone.name, recordName])
+        try db.cachedStatement(sql: "UPDATE records SET share_id = ?, seq = ? WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [
+            newShare, seq, zone.owner, zone.name, recordName,
+        ])
         if let oldShare, oldShare != newShare {
-            try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'left')").execute(arguments: [zone.owner, zone.name, recordName, seq, oldShare])
+            try db.cachedStatement(sql: "INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) VALUES (?, ?, ?, ?, ?, 'left')").execute(arguments: [
+                zone.owner, zone.name, recordName, seq, oldShare,
+            ])
         }
     }
 
@@ -23,7 +27,9 @@ struct ShareWriter {
     /// can report the zone gone.
     func stop(shareID: String, zone: ZoneID) throws {
         let seq = context.nextSeq()
-        let accounts = try String.fetchAll(db.cachedStatement(sql: "SELECT account FROM participants WHERE share_id = ? AND account IS NOT NULL AND role != 'owner' AND status != 'removed'"), arguments: [shareID])
+        let accounts = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT account FROM participants WHERE share_id = ? AND account IS NOT NULL AND role != 'owner' AND status != 'removed'"), arguments: [shareID]
+        )
         try db.cachedStatement(sql: "UPDATE participants SET status = 'removed', changed_seq = ? WHERE share_id = ? AND role != 'owner'").execute(arguments: [seq, shareID])
         try db.cachedStatement(sql: "UPDATE shares SET stopped = 1 WHERE id = ?").execute(arguments: [shareID])
         let members = try String.fetchAll(db.cachedStatement(sql: "SELECT record_name FROM records WHERE share_id = ?"), arguments: [shareID])

@@ -43,9 +43,11 @@ extension SQLiteStore {
                 let keys = try Row.fetchAll(db, sql: sql, arguments: arguments).map { ($0[0] as String, $0[1] as String, $0[2] as String, $0[3] as Int64) }
                 var count = 0
                 for key in keys {
-                    let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                        SELECT rowid, modified_at FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ?
-                        """), arguments: [key.0, key.1, key.2, key.3])
+                    let rows = try Row.fetchAll(
+                        db.cachedStatement(
+                            sql: """
+                                SELECT rowid, modified_at FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ?
+                                """), arguments: [key.0, key.1, key.2, key.3])
                     let expired = retention.expired(rows.map { Date(stored: $0[1]) }, now: now)
                     for index in expired {
                         try db.cachedStatement(sql: "DELETE FROM versions WHERE rowid = ?").execute(arguments: [rows[index][0] as Int64])

@@ -49,40 +49,49 @@ enum StoredRecord {
     }
 
     static func fetch(_ db: Database, _ recordName: String, in zone: ZoneID) throws -> NotesModel.Record? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
-                         arguments: [zone.owner, zone.name, recordName])
-            .map { record(from: $0, zone: zone) }
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
+            arguments: [zone.owner, zone.name, recordName]
+        )
+        .map { record(from: $0, zone: zone) }
     }
 
     /// The record without its body or bytes: what checks need, without reading content.
     static func fetchMetadata(_ db: Database, _ recordName: String, in zone: ZoneID) throws -> NotesModel.Record? {
-        try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT record_name, record_type, name, parent, NULL AS body, NULL AS bytes, created_at, modified_at, modified_by, seq, share_id
-            FROM records WHERE owner = ? AND zone = ? AND record_name = ?
-            """), arguments: [zone.owner, zone.name, recordName])
-            .map { record(from: $0, zone: zone) }
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT record_name, record_type, name, parent, NULL AS body, NULL AS bytes, created_at, modified_at, modified_by, seq, share_id
+                    FROM records WHERE owner = ? AND zone = ? AND record_name = ?
+                    """), arguments: [zone.owner, zone.name, recordName]
+        )
+        .map { record(from: $0, zone: zone) }
     }
 
     /// Keeps the record's current state as a version before it is overwritten or
     /// deleted; the versions table holds every state but the current one.
     static func keepVersion(_ db: Database, _ recordName: String, in zone: ZoneID) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at, created_seq)
-            SELECT owner, zone, record_name, seq, name, parent, body,
-                   COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0), modified_by, modified_at, created_seq
-            FROM records WHERE owner = ? AND zone = ? AND record_name = ?
-            """).execute(arguments: [zone.owner, zone.name, recordName])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at, created_seq)
+                SELECT owner, zone, record_name, seq, name, parent, body,
+                       COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0), modified_by, modified_at, created_seq
+                FROM records WHERE owner = ? AND zone = ? AND record_name = ?
+                """
+        ).execute(arguments: [zone.owner, zone.name, recordName])
     }
 
     /// The record names below `recordName` (not itself), at any depth.
     static func descendants(_ db: Database, of recordName: String, in zone: ZoneID) throws -> [String] {
-        try String.fetchAll(db.cachedStatement(sql: """
-            WITH RECURSIVE below(record_name) AS (
-                SELECT record_name FROM records WHERE owner = ?1 AND zone = ?2 AND parent = ?3
-                UNION
-                SELECT r.record_name FROM records r JOIN below b ON r.owner = ?1 AND r.zone = ?2 AND r.parent = b.record_name
-            )
-            SELECT record_name FROM below
-            """), arguments: [zone.owner, zone.name, recordName])
+        try String.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    WITH RECURSIVE below(record_name) AS (
+                        SELECT record_name FROM records WHERE owner = ?1 AND zone = ?2 AND parent = ?3
+                        UNION
+                        SELECT r.record_name FROM records r JOIN below b ON r.owner = ?1 AND r.zone = ?2 AND r.parent = b.record_name
+                    )
+                    SELECT record_name FROM below
+                    """), arguments: [zone.owner, zone.name, recordName])
     }
 }

@@ -68,7 +68,10 @@ public struct StoreTransfer: Sendable {
             let rows = try await compare(source)
             let counterNow = try await source.read { db in try Self.changeCounter(db) }
             guard counterNow == sourceCounter else {
-                throw NotesError(.serviceUnavailable, "The SQLite database changed while it was copied (change \(sourceCounter) then, \(counterNow) now): notesd must be stopped during the move. Drop and create the PostgreSQL database again, stop notesd, and run migrate again.")
+                throw NotesError(
+                    .serviceUnavailable,
+                    "The SQLite database changed while it was copied (change \(sourceCounter) then, \(counterNow) now): notesd must be stopped during the move. Drop and create the PostgreSQL database again, stop notesd, and run migrate again."
+                )
             }
             try await markComplete()
             return Report(rows: rows, resumed: !start.progress.isEmpty && !start.complete, alreadyComplete: start.complete)
@@ -155,12 +158,14 @@ public struct StoreTransfer: Sendable {
     /// copy to go on with, or one already finished.
     func begin(sourceCounter: Int64) async throws -> (progress: [String: (rowid: Int64, copied: Int)], complete: Bool) {
         try await target.client.withTransaction(logger: logger) { connection in
-            try await Self.run("""
+            try await Self.run(
+                """
                 CREATE TABLE IF NOT EXISTS transfer_source (
                     id INTEGER PRIMARY KEY CHECK (id = 1), path TEXT NOT NULL, source_seq BIGINT NOT NULL,
                     started_at TIMESTAMPTZ NOT NULL DEFAULT now(), completed_at TIMESTAMPTZ)
                 """, on: connection, logger: logger)
-            try await Self.run("""
+            try await Self.run(
+                """
                 CREATE TABLE IF NOT EXISTS transfer_progress (
                     table_name TEXT PRIMARY KEY, last_rowid BIGINT NOT NULL, copied BIGINT NOT NULL)
                 """, on: connection, logger: logger)
@@ -176,13 +181,17 @@ public struct StoreTransfer: Sendable {
                     holds = count > 0
                 }
                 if holds {
-                    throw NotesError(.invalidArguments, "The PostgreSQL database \(target.location) already holds accounts that did not come from this copy: move into a new, empty database.")
+                    throw NotesError(
+                        .invalidArguments, "The PostgreSQL database \(target.location) already holds accounts that did not come from this copy: move into a new, empty database.")
                 }
                 try await Self.run("INSERT INTO transfer_source (id, path, source_seq) VALUES (1, \(sqlitePath), \(sourceCounter))", on: connection, logger: logger)
                 return ([:], false)
             }
             guard started.seq == sourceCounter else {
-                throw NotesError(.invalidArguments, "The SQLite database changed since this copy began (change \(started.seq) then, \(sourceCounter) now): drop and create the PostgreSQL database again, stop notesd, and run migrate again.")
+                throw NotesError(
+                    .invalidArguments,
+                    "The SQLite database changed since this copy began (change \(started.seq) then, \(sourceCounter) now): drop and create the PostgreSQL database again, stop notesd, and run migrate again."
+                )
             }
             var progress: [String: (Int64, Int)] = [:]
             for try await (table, rowid, copied) in try await connection.query(
@@ -207,7 +216,8 @@ public struct StoreTransfer: Sendable {
             let done = copied
             try await target.client.withTransaction(logger: logger) { connection in
                 try await Self.run(insert, on: connection, logger: logger)
-                try await Self.run("""
+                try await Self.run(
+                    """
                     INSERT INTO transfer_progress (table_name, last_rowid, copied) VALUES (\(table.name), \(through), \(Int64(done)))
                     ON CONFLICT (table_name) DO UPDATE SET last_rowid = EXCLUDED.last_rowid, copied = EXCLUDED.copied
                     """, on: connection, logger: logger)
@@ -300,7 +310,10 @@ public struct StoreTransfer: Sendable {
                 return digest
             }
             guard sqlite == postgres else {
-                throw NotesError(.internalError, "After the copy, table \(table.name) differs: SQLite \(sqlite), PostgreSQL \(postgres). Nothing was removed from the SQLite database; drop the PostgreSQL database and run migrate again, and report this if it happens again.")
+                throw NotesError(
+                    .internalError,
+                    "After the copy, table \(table.name) differs: SQLite \(sqlite), PostgreSQL \(postgres). Nothing was removed from the SQLite database; drop the PostgreSQL database and run migrate again, and report this if it happens again."
+                )
             }
             logger.info("table compared", metadata: ["table": "\(table.name)", "rows": "\(sqlite.rows)"])
             counts.append((table.name, sqlite.rows))

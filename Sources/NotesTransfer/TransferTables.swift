@@ -47,39 +47,53 @@ struct TransferTable: Sendable {
 
     static let copied: [TransferTable] = [
         TransferTable("accounts", [("name", .text), ("email", .text), ("is_admin", .boolean), ("created_at", .real), ("disabled_at", .real)]),
-        TransferTable("tokens", [
-            ("id", .text), ("account", .text), ("secret_hash", .blob), ("created_at", .real), ("expires_at", .real), ("label", .text),
-            ("issued", .rowid),
-        ]),
+        TransferTable(
+            "tokens",
+            [
+                ("id", .text), ("account", .text), ("secret_hash", .blob), ("created_at", .real), ("expires_at", .real), ("label", .text),
+                ("issued", .rowid),
+            ]),
         TransferTable("zones", [("owner", .text), ("name", .text), ("epoch", .integer), ("changed_seq", .integer)]),
         TransferTable("zone_tombstones", [("owner", .text), ("name", .text), ("seq", .integer)]),
-        TransferTable("records", [
-            ("owner", .text), ("zone", .text), ("record_name", .text), ("record_type", .text), ("name", .text), ("parent", .text),
-            ("body", .textBytes), ("bytes", .blob), ("created_at", .real), ("modified_at", .real), ("modified_by", .text),
-            ("seq", .integer), ("created_seq", .integer), ("share_id", .text),
-        ]),
-        TransferTable("tombstones", [
-            ("owner", .text), ("zone", .text), ("record_name", .text), ("seq", .integer), ("share_id", .text), ("kind", .text),
-        ]),
-        TransferTable("versions", [
-            ("owner", .text), ("zone", .text), ("record_name", .text), ("seq", .integer), ("created_seq", .integer), ("name", .text),
-            ("parent", .text), ("body", .textBytes), ("size", .integer), ("modified_by", .text), ("modified_at", .real),
-        ]),
-        TransferTable("shares", [
-            ("id", .text), ("owner", .text), ("zone", .text), ("root_record", .text), ("title", .text), ("public_permission", .text),
-            ("url_token", .text), ("created_at", .real), ("stopped", .boolean), ("public_expires_at", .real),
-            ("password_salt", .blob), ("password_hash", .blob), ("public_views", .integer),
-        ]),
-        TransferTable("participants", [
-            ("share_id", .text), ("position", .integer), ("account", .text), ("email", .text), ("role", .text),
-            ("permission", .text), ("status", .text), ("changed_seq", .integer),
-        ]),
+        TransferTable(
+            "records",
+            [
+                ("owner", .text), ("zone", .text), ("record_name", .text), ("record_type", .text), ("name", .text), ("parent", .text),
+                ("body", .textBytes), ("bytes", .blob), ("created_at", .real), ("modified_at", .real), ("modified_by", .text),
+                ("seq", .integer), ("created_seq", .integer), ("share_id", .text),
+            ]),
+        TransferTable(
+            "tombstones",
+            [
+                ("owner", .text), ("zone", .text), ("record_name", .text), ("seq", .integer), ("share_id", .text), ("kind", .text),
+            ]),
+        TransferTable(
+            "versions",
+            [
+                ("owner", .text), ("zone", .text), ("record_name", .text), ("seq", .integer), ("created_seq", .integer), ("name", .text),
+                ("parent", .text), ("body", .textBytes), ("size", .integer), ("modified_by", .text), ("modified_at", .real),
+            ]),
+        TransferTable(
+            "shares",
+            [
+                ("id", .text), ("owner", .text), ("zone", .text), ("root_record", .text), ("title", .text), ("public_permission", .text),
+                ("url_token", .text), ("created_at", .real), ("stopped", .boolean), ("public_expires_at", .real),
+                ("password_salt", .blob), ("password_hash", .blob), ("public_views", .integer),
+            ]),
+        TransferTable(
+            "participants",
+            [
+                ("share_id", .text), ("position", .integer), ("account", .text), ("email", .text), ("role", .text),
+                ("permission", .text), ("status", .text), ("changed_seq", .integer),
+            ]),
         TransferTable("password_attempts", [("key", .text), ("window_start", .real), ("failures", .integer)]),
-        TransferTable("trash", [
-            ("owner", .text), ("zone", .text), ("record_name", .text), ("created_seq", .integer), ("version_seq", .integer),
-            ("deleted_seq", .integer), ("record_type", .text), ("name", .text), ("parent", .text), ("share_id", .text),
-            ("size", .integer), ("deleted_by", .text), ("deleted_at", .real),
-        ]),
+        TransferTable(
+            "trash",
+            [
+                ("owner", .text), ("zone", .text), ("record_name", .text), ("created_seq", .integer), ("version_seq", .integer),
+                ("deleted_seq", .integer), ("record_type", .text), ("name", .text), ("parent", .text), ("share_id", .text),
+                ("size", .integer), ("deleted_by", .text), ("deleted_at", .real),
+            ]),
     ]
 
     /// Compared after the copy but not copied: PostgreSQL's triggers fill it from the
@@ -102,10 +116,18 @@ enum TransferValue: Sendable, Equatable {
     func feed(_ hasher: inout RowDigest) {
         switch self {
         case .null: hasher.add([0])
-        case .integer(let value): hasher.add([1]); hasher.add(withUnsafeBytes(of: value.littleEndian, Array.init))
-        case .real(let value): hasher.add([2]); hasher.add(withUnsafeBytes(of: value.bitPattern.littleEndian, Array.init))
-        case .text(let value): hasher.add([3]); hasher.addCounted(Array(value.utf8))
-        case .bytes(let value): hasher.add([4]); hasher.addCounted(value)
+        case .integer(let value):
+            hasher.add([1])
+            hasher.add(withUnsafeBytes(of: value.littleEndian, Array.init))
+        case .real(let value):
+            hasher.add([2])
+            hasher.add(withUnsafeBytes(of: value.bitPattern.littleEndian, Array.init))
+        case .text(let value):
+            hasher.add([3])
+            hasher.addCounted(Array(value.utf8))
+        case .bytes(let value):
+            hasher.add([4])
+            hasher.addCounted(value)
         }
     }
 

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import ArgumentParser
 import Foundation
@@ -204,7 +204,7 @@ func cpuSeconds(of pid: Int32, withEndedChildren: Bool = false) -> Double {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return 0 }
     let fields = stat[stat.index(after: close)...].split(separator: " ")
     guard fields.count > 14, let user = Double(fields[11]), let system = Double(fields[12]),
-          let childUser = Double(fields[13]), let childSystem = Double(fields[14])
+        let childUser = Double(fields[13]), let childSystem = Double(fields[14])
     else { return 0 }
     return (user + system + (withEndedChildren ? childUser + childSystem : 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }

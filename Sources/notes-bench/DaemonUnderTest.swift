@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import NotesClient
@@ -33,8 +33,8 @@ final class DaemonUnderTest {
     /// VmRSS of the daemon, from /proc.
     func residentMegabytes() -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
         else { return .nan }
         return kilobytes / 1024
     }

@@ -35,14 +35,16 @@ struct PostgresBaseline {
         do {
             try await client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \(Self.schema) CASCADE"), logger: logger)
             try await client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(Self.schema)"), logger: logger)
-            try await client.query(PostgresQuery(unsafeSQL: """
-                CREATE TABLE \(Self.schema).records (
-                    owner TEXT NOT NULL, zone TEXT NOT NULL, record_name TEXT NOT NULL, record_type TEXT NOT NULL,
-                    name TEXT NOT NULL, parent TEXT NOT NULL DEFAULT '', body BYTEA, bytes BYTEA,
-                    created_at DOUBLE PRECISION NOT NULL, modified_at DOUBLE PRECISION NOT NULL, modified_by TEXT NOT NULL,
-                    seq BIGINT NOT NULL, created_seq BIGINT NOT NULL DEFAULT 0, share_id TEXT,
-                    PRIMARY KEY (owner, zone, record_name))
-                """), logger: logger)
+            try await client.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        CREATE TABLE \(Self.schema).records (
+                            owner TEXT NOT NULL, zone TEXT NOT NULL, record_name TEXT NOT NULL, record_type TEXT NOT NULL,
+                            name TEXT NOT NULL, parent TEXT NOT NULL DEFAULT '', body BYTEA, bytes BYTEA,
+                            created_at DOUBLE PRECISION NOT NULL, modified_at DOUBLE PRECISION NOT NULL, modified_by TEXT NOT NULL,
+                            seq BIGINT NOT NULL, created_seq BIGINT NOT NULL DEFAULT 0, share_id TEXT,
+                            PRIMARY KEY (owner, zone, record_name))
+                        """), logger: logger)
             try await client.query(PostgresQuery(unsafeSQL: "CREATE UNIQUE INDEX ON \(Self.schema).records(owner, zone, parent, name)"), logger: logger)
             try await client.query(PostgresQuery(unsafeSQL: "CREATE INDEX ON \(Self.schema).records(owner, zone, seq)"), logger: logger)
             let value = try await body(self)
@@ -54,7 +56,8 @@ struct PostgresBaseline {
     private func insert(_ connection: PostgresConnection, _ save: RecordSave, seq: Int) async throws {
         let now = Date().timeIntervalSince1970
         let body = save.body.map { Data($0.utf8) }
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO notes_bench_baseline.records (owner, zone, record_name, record_type, name, parent, body, created_at, modified_at, modified_by, seq)
             VALUES ('bench', 'bench', \(save.recordName), \(save.recordType.rawValue), \(save.name), '', \(body), \(now), \(now), 'bench', \(seq))
             """, logger: logger)
@@ -69,18 +72,23 @@ struct PostgresBaseline {
             for try await row in try await connection.execute(LockCounter(), logger: logger) { seq = try row.decode(Int64.self) }
             let names = saves.map(\.recordName)
             for try await _ in try await connection.execute(
-                ReadForModify(owner: zone.owner, zone: zone.name, actor: zone.owner, records: names), logger: logger) {}
+                ReadForModify(owner: zone.owner, zone: zone.name, actor: zone.owner, records: names), logger: logger)
+            {}
             let now = Date().timeIntervalSince1970
             for save in saves {
                 seq += 1
-                for try await _ in try await connection.execute(InsertRecord(
-                    owner: zone.owner, zone: zone.name, recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name,
-                    parent: "", body: save.body.map { Data($0.utf8) }, bytes: nil, now: now, actor: zone.owner, seq: seq, shareID: nil),
-                    logger: logger) {}
+                for try await _ in try await connection.execute(
+                    InsertRecord(
+                        owner: zone.owner, zone: zone.name, recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name,
+                        parent: "", body: save.body.map { Data($0.utf8) }, bytes: nil, now: now, actor: zone.owner, seq: seq, shareID: nil),
+                    logger: logger)
+                {}
             }
             let payloads = feed.payloads(for: [ChangeNotice(account: zone.owner, scope: .private, zone: zone)], seq: seq)
-            for try await _ in try await connection.execute(FinishModify(
-                seq: seq, advanced: true, owner: zone.owner, zone: zone.name, channel: feed.channel, payloads: payloads), logger: logger) {}
+            for try await _ in try await connection.execute(
+                FinishModify(
+                    seq: seq, advanced: true, owner: zone.owner, zone: zone.name, channel: feed.channel, payloads: payloads), logger: logger)
+            {}
         }
     }
 
@@ -118,22 +126,28 @@ struct PostgresBaseline {
                 for try await _ in try await connection.execute(ReadForModify(owner: zone.owner, zone: zone.name, actor: zone.owner, records: []), logger: logger) {}
                 for try await _ in try await connection.query("SELECT value FROM counters WHERE name = 'seq'", logger: logger) {}
                 var sizes = 0
-                for try await _ in try await connection.query("""
+                for try await _ in try await connection.query(
+                    """
                     SELECT COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0) FROM records
                     WHERE owner = \(zone.owner) AND zone = \(zone.name) AND seq > \(since) ORDER BY seq LIMIT \(pageSize + 1)
-                    """, logger: logger) { sizes += 1 }
-                for try await _ in try await connection.query("""
+                    """, logger: logger)
+                { sizes += 1 }
+                for try await _ in try await connection.query(
+                    """
                     SELECT seq, record_name FROM tombstones WHERE owner = \(zone.owner) AND zone = \(zone.name) AND seq > \(since) AND kind = 'deleted'
                     ORDER BY seq LIMIT \(pageSize + 1)
-                    """, logger: logger) {}
+                    """, logger: logger)
+                {}
                 var last: Int64 = since
                 var read = 0
-                let rows = try await connection.query("""
+                let rows = try await connection.query(
+                    """
                     SELECT record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id FROM records
                     WHERE owner = \(zone.owner) AND zone = \(zone.name) AND seq > \(since) ORDER BY seq LIMIT \(pageSize)
                     """, logger: logger)
                 for try await (recordName, type, name, parent, body, _, created, modified, modifiedBy, seq, shareID)
-                    in rows.decode((String, String, String, String, Data?, Data?, Double, Double, String, Int64, String?).self) {
+                    in rows.decode((String, String, String, String, Data?, Data?, Double, Double, String, Int64, String?).self)
+                {
                     _ = NotesModel.Record(
                         recordName: recordName, zone: zone, recordType: RecordType(rawValue: type) ?? .note, name: name,
                         parent: parent.isEmpty ? nil : parent, body: body.map { String(decoding: $0, as: UTF8.self) }, bytes: nil,
@@ -154,18 +168,21 @@ struct PostgresBaseline {
     /// Reads every record into `Record` values, as a client would hold them.
     func fetchAll() async throws -> Int {
         let zone = ZoneID(owner: "bench", name: "bench")
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT record_name, record_type, name, body, created_at, modified_at, modified_by, seq, share_id
             FROM notes_bench_baseline.records WHERE owner = 'bench' AND zone = 'bench' ORDER BY seq
             """, logger: logger)
         var records: [NotesModel.Record] = []
         for try await (recordName, type, name, body, created, modified, modifiedBy, seq, shareID)
-            in rows.decode((String, String, String, Data?, Double, Double, String, Int64, String?).self) {
-            records.append(NotesModel.Record(
-                recordName: recordName, zone: zone, recordType: RecordType(rawValue: type) ?? .note,
-                name: name, parent: nil, body: body.map { String(decoding: $0, as: UTF8.self) }, bytes: nil,
-                createdAt: Date(timeIntervalSince1970: created), modifiedAt: Date(timeIntervalSince1970: modified),
-                modifiedBy: modifiedBy, changeTag: String(seq, radix: 36), shareID: shareID))
+            in rows.decode((String, String, String, Data?, Double, Double, String, Int64, String?).self)
+        {
+            records.append(
+                NotesModel.Record(
+                    recordName: recordName, zone: zone, recordType: RecordType(rawValue: type) ?? .note,
+                    name: name, parent: nil, body: body.map { String(decoding: $0, as: UTF8.self) }, bytes: nil,
+                    createdAt: Date(timeIntervalSince1970: created), modifiedAt: Date(timeIntervalSince1970: modified),
+                    modifiedBy: modifiedBy, changeTag: String(seq, radix: 36), shareID: shareID))
         }
         return records.count
     }

@@ -72,7 +72,9 @@ struct PostgresBench {
             // The three take turns, a batch each: they write to tables that grow as they
             // go, and PostgreSQL's plans and statistics follow the growth; whichever ran
             // last would find them settled.
-            var baseBatches = 0.0, bareBatches = 0.0, notesBatches = 0.0
+            var baseBatches = 0.0
+            var bareBatches = 0.0
+            var notesBatches = 0.0
             for (index, batch) in batches.enumerated() {
                 baseBatches += try await measureAsync { try await baseline.saveBatch(batch, in: rawZone, feed: feed) }
                 bareBatches += try await measureAsync { try await baseline.insertBatch(batch, from: 1_000_000 + index * Limits.maxBatchItems) }
@@ -84,7 +86,8 @@ struct PostgresBench {
 
             // All changes of the zone, from no token, paged: notesd's statements for its
             // pages on the same rows, and a full read of the bare table.
-            var baseCount = 0, sameCount = 0
+            var baseCount = 0
+            var sameCount = 0
             let sameFetch = try await measureAsync { sameCount = try await baseline.fetchLikeNotesd(zone, pageSize: Limits.maxChangesPage) }
             let baseFetch = try await measureAsync { baseCount = try await baseline.fetchAll() }
             var fetched = 0
@@ -133,9 +136,10 @@ struct PostgresBench {
             }
             let cpu = (a: a.cpuSeconds() - before.a, b: b.cpuSeconds() - before.b, pg: postgres.cpuSeconds() - before.pg)
             let perRequest = { (value: Double) in value / Double(slice.count) * 1_000 }
-            print(String(
-                format: "%@: %.0f saves/s; CPU per save %.2f ms in notesd A, %.2f ms in notesd B, %.2f ms in PostgreSQL",
-                name, Double(slice.count) / seconds, perRequest(cpu.a), perRequest(cpu.b), perRequest(cpu.pg)))
+            print(
+                String(
+                    format: "%@: %.0f saves/s; CPU per save %.2f ms in notesd A, %.2f ms in notesd B, %.2f ms in PostgreSQL",
+                    name, Double(slice.count) / seconds, perRequest(cpu.a), perRequest(cpu.b), perRequest(cpu.pg)))
         }
         print("")
         print("\(concurrency) clients saving one note per request, \(count / 2) saves per phase:")
@@ -166,9 +170,10 @@ struct PostgresBench {
         }
         arrivals.stop()
         print("")
-        print(String(
-            format: "save through A → notice on B's event stream: p50 %.1f ms, p99 %.1f ms; → fetched through B: p50 %.1f ms, p99 %.1f ms (%d saves; aim p99 ≤ 20 ms)",
-            percentile(notified, 0.5), percentile(notified, 0.99), percentile(visible, 0.5), percentile(visible, 0.99), latencySamples))
+        print(
+            String(
+                format: "save through A → notice on B's event stream: p50 %.1f ms, p99 %.1f ms; → fetched through B: p50 %.1f ms, p99 %.1f ms (%d saves; aim p99 ≤ 20 ms)",
+                percentile(notified, 0.5), percentile(notified, 0.99), percentile(visible, 0.5), percentile(visible, 0.99), latencySamples))
     }
 
     func progress(_ text: String) {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import ArgumentParser
 import Foundation
@@ -75,15 +75,18 @@ struct FSBench: AsyncParsableCommand {
                 plain = try Workload(folder: folder, files: files, payload: payload, listings: listings, settle: {}).run()
             }
             print("\n\(label)")
-            print("phase".padding(toLength: 22, withPad: " ", startingAt: 0) + "tmpfs µs/op".leftPad(13) + "mount µs/op".leftPad(13) + "slowdown".leftPad(10) + "aim".leftPad(8)
-                + (plain == nil ? "" : "disk folder µs/op".leftPad(19) + "mount ÷ disk".leftPad(14)))
+            print(
+                "phase".padding(toLength: 22, withPad: " ", startingAt: 0) + "tmpfs µs/op".leftPad(13) + "mount µs/op".leftPad(13) + "slowdown".leftPad(10) + "aim".leftPad(8)
+                    + (plain == nil ? "" : "disk folder µs/op".leftPad(19) + "mount ÷ disk".leftPad(14)))
             for (phase, aim) in Workload.phases {
-                let base = tmpfs[phase]!, measured = notes[phase]!
+                let base = tmpfs[phase]!
+                let measured = notes[phase]!
                 let ratio = measured / base
                 let disk = plain.map { String(format: "%.2f", $0[phase]! * 1e6).leftPad(19) + String(format: "%.2f×", measured / $0[phase]!).leftPad(14) } ?? ""
-                print(phase.padding(toLength: 22, withPad: " ", startingAt: 0)
-                    + String(format: "%.2f", base * 1e6).leftPad(13) + String(format: "%.2f", measured * 1e6).leftPad(13)
-                    + String(format: "%.2f×", ratio).leftPad(10) + String(format: "≤%.1f×", aim).leftPad(8) + disk + (ratio <= aim ? "" : "  (above aim)"))
+                print(
+                    phase.padding(toLength: 22, withPad: " ", startingAt: 0)
+                        + String(format: "%.2f", base * 1e6).leftPad(13) + String(format: "%.2f", measured * 1e6).leftPad(13)
+                        + String(format: "%.2f×", ratio).leftPad(10) + String(format: "≤%.1f×", aim).leftPad(8) + disk + (ratio <= aim ? "" : "  (above aim)"))
             }
         }
 
@@ -96,7 +99,8 @@ struct FSBench: AsyncParsableCommand {
         _ = try await aliceClient.createZone(named: "Team")
         let note = RecordSave(recordName: "latency", recordType: .note, name: "live.md", body: "0")
         _ = try await aliceClient.modify(ModifyRequest(zone: ZoneID(owner: "alice", name: "Team"), saves: [note]))
-        let share = try await aliceClient.createShare(NewShare(zone: ZoneID(owner: "alice", name: "Team"), rootRecordName: nil, participants: [Invitee(name: "bob", permission: .readWrite)]))
+        let share = try await aliceClient.createShare(
+            NewShare(zone: ZoneID(owner: "alice", name: "Team"), rootRecordName: nil, participants: [Invitee(name: "bob", permission: .readWrite)]))
         _ = try await daemon.client(token: bobToken).accept(url: share.url ?? share.urlToken)
         let source = "\(alice.mountpoint)/private/Team/live.md"
         let target = "\(bob.mountpoint)/shared/alice/Team/live.md"
@@ -110,13 +114,15 @@ struct FSBench: AsyncParsableCommand {
             latencies.append((ContinuousClock.now - start).seconds)
         }
         latencies.sort()
-        let p50 = latencies[latencies.count / 2], p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
+        let p50 = latencies[latencies.count / 2]
+        let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
         print(String(format: "\nsave on one mount → visible on another (%d saves): p50 %.1f ms, p99 %.1f ms (aim p50 ≤ 50 ms, p99 ≤ 250 ms)", saves, p50 * 1e3, p99 * 1e3))
 
         // Catch-up: alice saves notes while notesd is away; once it is back, how soon
         // bob's mount shows them all.
         daemon.pause()
-        let sourceFolder = "\(alice.mountpoint)/private/Team", targetFolder = "\(bob.mountpoint)/shared/alice/Team"
+        let sourceFolder = "\(alice.mountpoint)/private/Team"
+        let targetFolder = "\(bob.mountpoint)/shared/alice/Team"
         let queuedStart = ContinuousClock.now
         for index in 0..<catchUp {
             guard write("\(sourceFolder)/offline-\(index).md", Array("saved offline \(index)\n".utf8)) else { throw ValidationError("saving offline note \(index) failed") }
@@ -125,13 +131,18 @@ struct FSBench: AsyncParsableCommand {
         try daemon.start()
         let back = ContinuousClock.now
         let last = "\(targetFolder)/offline-\(catchUp - 1).md"
-        guard wait(until: {
-            read(last) == "saved offline \(catchUp - 1)\n"
-                && ((try? FileManager.default.contentsOfDirectory(atPath: targetFolder)) ?? []).filter { $0.hasPrefix("offline-") }.count == catchUp
-        }, seconds: 120) else { throw ValidationError("the offline saves never all reached bob's mount") }
+        guard
+            wait(
+                until: {
+                    read(last) == "saved offline \(catchUp - 1)\n"
+                        && ((try? FileManager.default.contentsOfDirectory(atPath: targetFolder)) ?? []).filter { $0.hasPrefix("offline-") }.count == catchUp
+                }, seconds: 120)
+        else { throw ValidationError("the offline saves never all reached bob's mount") }
         let caughtUp = (ContinuousClock.now - back).seconds
-        print(String(format: "catch-up after offline: %d saves queued in %.2f s; notesd back → all on the other mount in %.2f s: %.0f saves/s (aim ≥ 1,000)",
-                     catchUp, queuing, caughtUp, Double(catchUp) / caughtUp))
+        print(
+            String(
+                format: "catch-up after offline: %d saves queued in %.2f s; notesd back → all on the other mount in %.2f s: %.0f saves/s (aim ≥ 1,000)",
+                catchUp, queuing, caughtUp, Double(catchUp) / caughtUp))
 
         try await historyAndTrash(client: aliceClient, mount: alice, shm: shm)
     }
@@ -139,21 +150,27 @@ struct FSBench: AsyncParsableCommand {
     /// Listing `.history/NOTE/` of a note with 1,000 versions and a `.trash/` of 10,000
     /// entries (each asks notesd), next to listing a tmpfs folder of as many files.
     func historyAndTrash(client: NotesClient, mount: Mount, shm: String) async throws {
-        let history = ZoneID(owner: "alice", name: "History"), bin = ZoneID(owner: "alice", name: "Bin")
+        let history = ZoneID(owner: "alice", name: "History")
+        let bin = ZoneID(owner: "alice", name: "Bin")
         _ = try await client.createZone(named: history.name)
         _ = try await client.createZone(named: bin.name)
         var record = try await client.modify(ModifyRequest(zone: history, saves: [RecordSave(recordName: "long", recordType: .note, name: "long.md", body: "v0")])).saved[0]
         for version in 1..<1_000 {
-            record = try await client.modify(ModifyRequest(zone: history, saves: [
-                RecordSave(recordName: "long", recordType: .note, name: "long.md", body: "v\(version)", changeTag: record.changeTag),
-            ])).saved[0]
+            record = try await client.modify(
+                ModifyRequest(
+                    zone: history,
+                    saves: [
+                        RecordSave(recordName: "long", recordType: .note, name: "long.md", body: "v\(version)", changeTag: record.changeTag)
+                    ])
+            ).saved[0]
         }
         for start in stride(from: 0, to: 10_000, by: Limits.maxBatchItems) {
             let names = (start..<min(10_000, start + Limits.maxBatchItems)).map { "gone-\($0)" }
             _ = try await client.modify(ModifyRequest(zone: bin, saves: names.map { RecordSave(recordName: $0, recordType: .note, name: "\($0).md", body: "x") }))
             _ = try await client.modify(ModifyRequest(zone: bin, deletes: names.map { RecordDelete(recordName: $0) }))
         }
-        let historyFolder = "\(mount.mountpoint)/private/History/.history/long.md", trashFolder = "\(mount.mountpoint)/private/Bin/.trash"
+        let historyFolder = "\(mount.mountpoint)/private/History/.history/long.md"
+        let trashFolder = "\(mount.mountpoint)/private/Bin/.trash"
         guard wait(until: { FileManager.default.fileExists(atPath: "\(mount.mountpoint)/private/History/long.md") }, seconds: 30) else {
             throw ValidationError("long.md never reached the mount")
         }
@@ -183,9 +200,11 @@ struct FSBench: AsyncParsableCommand {
                 if count == 1_000 { _ = try await client.versions(of: "long", in: history) } else { _ = try await client.trash(in: bin) }
                 calls.append((ContinuousClock.now - start).seconds)
             }
-            print(label.padding(toLength: 42, withPad: " ", startingAt: 0)
-                + String(format: "first %6.1f ms (the call to notesd alone: %.1f ms), then %.1f ms (notesd's answer kept); tmpfs %.1f ms; aim < 50 ms",
-                         measured.first * 1e3, calls.sorted()[3] * 1e3, measured.median * 1e3, base.median * 1e3))
+            print(
+                label.padding(toLength: 42, withPad: " ", startingAt: 0)
+                    + String(
+                        format: "first %6.1f ms (the call to notesd alone: %.1f ms), then %.1f ms (notesd's answer kept); tmpfs %.1f ms; aim < 50 ms",
+                        measured.first * 1e3, calls.sorted()[3] * 1e3, measured.median * 1e3, base.median * 1e3))
         }
     }
 }
@@ -295,7 +314,8 @@ func settle(_ pids: [Int32]) {
     func cpu() -> Int {
         pids.reduce(0) { total, pid in
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { return total }
+                let close = stat.lastIndex(of: ")")
+            else { return total }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             return total + (fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0)
         }

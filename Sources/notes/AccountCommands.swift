@@ -92,7 +92,8 @@ struct AccountCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard yes else {
-                throw ValidationError("""
+                throw ValidationError(
+                    """
                     Deleting \(name) deletes its zones with every note and version in them, and its tokens; \
                     its shares stop (their participants lose them) and it leaves the shares of others. \
                     Notes it wrote in others' zones keep \(name) as their author. There is no undo \
@@ -224,10 +225,12 @@ struct TokenCommand: AsyncParsableCommand {
             try await runReporting {
                 let tokens = try await options.client().tokens(of: account)
                 try options.emit(tokens) {
-                    tokens.isEmpty ? "No tokens." : tokens.map { token in
-                        let expiry = token.expiresAt.map { "expires \(ISO8601.string(from: $0))" } ?? "never expires"
-                        return "\(token.id)\t\(token.label ?? "-")\tissued \(ISO8601.string(from: token.createdAt))\t\(expiry)"
-                    }.joined(separator: "\n")
+                    tokens.isEmpty
+                        ? "No tokens."
+                        : tokens.map { token in
+                            let expiry = token.expiresAt.map { "expires \(ISO8601.string(from: $0))" } ?? "never expires"
+                            return "\(token.id)\t\(token.label ?? "-")\tissued \(ISO8601.string(from: token.createdAt))\t\(expiry)"
+                        }.joined(separator: "\n")
                 }
             }
         }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import CXattr
 import Foundation
@@ -20,7 +20,8 @@ struct MountedPath {
             throw NotesError(.unknownItem, "\(given) does not exist.")
         }
         guard let zoneText = Self.attribute(path, "zone"), let slash = zoneText.firstIndex(of: "/") else {
-            throw NotesError(.invalidArguments, "\(given) is not a note or folder in a notes mount; give a path under the folder where `notes mount` runs (e.g. ~/Notes/private/plan.md).")
+            throw NotesError(
+                .invalidArguments, "\(given) is not a note or folder in a notes mount; give a path under the folder where `notes mount` runs (e.g. ~/Notes/private/plan.md).")
         }
         zone = ZoneID(owner: String(zoneText[..<slash]), name: String(zoneText[zoneText.index(after: slash)...]))
         recordName = Self.attribute(path, "record")

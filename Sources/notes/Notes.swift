@@ -40,7 +40,9 @@ struct ClientOptions: ParsableArguments {
     @Option(help: "Bearer token (default: $NOTES_TOKEN); needed over TCP.")
     var token: String?
 
-    @Option(help: ArgumentHelp("PEM file of the CA that signed notesd's TLS certificate, for an https:// --server (default: $NOTES_CA_FILE, else the system's CAs).", valueName: "FILE"))
+    @Option(
+        help: ArgumentHelp("PEM file of the CA that signed notesd's TLS certificate, for an https:// --server (default: $NOTES_CA_FILE, else the system's CAs).", valueName: "FILE")
+    )
     var caFile: String?
 
     @Flag(help: "Print JSON for scripts instead of text.")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import ArgumentParser
 import Foundation
@@ -47,10 +47,16 @@ struct ShareCommand: AsyncParsableCommand {
 
     // (Unconditional: "-1d" is then this option's value, refused with a reason, not an
     // unknown option.)
-    @Option(parsing: .unconditional, help: "The public link lets nobody new in after this long: 30m, 12h, 7d, 2w (0 removes the limit). Those who joined through it before keep their access; --private ends it.")
+    @Option(
+        parsing: .unconditional,
+        help: "The public link lets nobody new in after this long: 30m, 12h, 7d, 2w (0 removes the limit). Those who joined through it before keep their access; --private ends it."
+    )
     var expires: String?
 
-    @Flag(help: "Protect the public link with a password, read from the terminal or standard input (an empty one removes it). It applies to people joining from now on; --private ends the access of those who joined before.")
+    @Flag(
+        help:
+            "Protect the public link with a password, read from the terminal or standard input (an empty one removes it). It applies to people joining from now on; --private ends the access of those who joined before."
+    )
     var password = false
 
     @OptionGroup var options: ClientOptions
@@ -75,13 +81,15 @@ struct ShareCommand: AsyncParsableCommand {
             if let shareID = target.shareID {
                 share = try await client.share(id: shareID)
                 guard share.rootRecordName == target.recordName else {
-                    throw NotesError(.alreadyShared, "\(target.path) is already part of the share “\(share.title)” (\(share.id)); change that share instead, from the path it was made on.")
+                    throw NotesError(
+                        .alreadyShared, "\(target.path) is already part of the share “\(share.title)” (\(share.id)); change that share instead, from the path it was made on.")
                 }
                 if !invitees.isEmpty { share = try await client.addParticipants(shareID: share.id, invitees) }
             } else {
-                share = try await client.createShare(NewShare(
-                    zone: target.zone, rootRecordName: target.recordName, title: target.name,
-                    publicPermission: makePublic ? (readWrite ? .readWrite : .readOnly) : nil, participants: invitees))
+                share = try await client.createShare(
+                    NewShare(
+                        zone: target.zone, rootRecordName: target.recordName, title: target.name,
+                        publicPermission: makePublic ? (readWrite ? .readWrite : .readOnly) : nil, participants: invitees))
             }
             var update = ShareUpdate()
             if makePublic { update.publicPermission = readWrite ? .readWrite : .readOnly }
@@ -121,9 +129,12 @@ func describe(_ share: Share) -> String {
         if let views = share.publicViews { line += ", \(views == 1 ? "1 view" : "\(views) views")" }
         lines.append(line)
     }
-    lines.append(table([["NAME", "ROLE", "PERMISSION", "STATUS"]] + share.participants.map {
-        [$0.name ?? $0.email ?? "?", $0.role.rawValue, $0.permission.rawValue, $0.status.rawValue]
-    }))
+    lines.append(
+        table(
+            [["NAME", "ROLE", "PERMISSION", "STATUS"]]
+                + share.participants.map {
+                    [$0.name ?? $0.email ?? "?", $0.role.rawValue, $0.permission.rawValue, $0.status.rawValue]
+                }))
     return lines.joined(separator: "\n")
 }
 
@@ -327,9 +338,11 @@ struct History: AsyncParsableCommand {
                 entries[index].summary = Self.summary(from: index + 1 < texts.count ? texts[index + 1] : nil, to: texts[index])
             }
             try options.emit(entries) {
-                table([["WHEN", "BY", "SIZE", "CHANGE", "CHANGE TAG", "NAME"]] + entries.map {
-                    [relativeTime($0.modifiedAt), $0.modifiedBy, "\($0.size)", $0.summary, $0.changeTag, $0.name]
-                })
+                table(
+                    [["WHEN", "BY", "SIZE", "CHANGE", "CHANGE TAG", "NAME"]]
+                        + entries.map {
+                            [relativeTime($0.modifiedAt), $0.modifiedBy, "\($0.size)", $0.summary, $0.changeTag, $0.name]
+                        })
             }
         }
     }

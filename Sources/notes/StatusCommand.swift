@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import ArgumentParser
 import Foundation
@@ -11,7 +11,9 @@ import NotesReplica
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show whether notesd is reachable, the mounts, and the changes waiting for upload.",
-        discussion: "Example:\n  notes status\n  notes status --json | jq .queued\n\nConflict copies are listed by their place in the mount (private/plan (conflict, bob, 2026-11-22 14.05).md)\nuntil you delete them.")
+        discussion:
+            "Example:\n  notes status\n  notes status --json | jq .queued\n\nConflict copies are listed by their place in the mount (private/plan (conflict, bob, 2026-11-22 14.05).md)\nuntil you delete them."
+    )
 
     @Option(help: "Also read the replicas in this folder (every running mount of yours is found without it).")
     var cacheDir: String?
@@ -61,7 +63,9 @@ struct Status: AsyncParsableCommand {
                 if report.conflicts.isEmpty {
                     lines.append("conflicts: none")
                 } else {
-                    lines.append("conflicts: \(report.conflicts.count) (edits made here and elsewhere in the same lines; compare each copy with its note, keep what you want, delete the copy)")
+                    lines.append(
+                        "conflicts: \(report.conflicts.count) (edits made here and elsewhere in the same lines; compare each copy with its note, keep what you want, delete the copy)"
+                    )
                     lines += report.conflicts.map { "  \($0)" }
                 }
                 return lines.joined(separator: "\n")
@@ -78,7 +82,7 @@ func notesMounts() -> [String] {
     return table.split(separator: "\n").compactMap { line in
         let fields = line.split(separator: " ")
         guard fields.count > 4, line.contains(" - fuse.notes "),
-              line.split(separator: " ").last?.split(separator: ",").contains(where: { $0 == owner }) == true
+            line.split(separator: " ").last?.split(separator: ",").contains(where: { $0 == owner }) == true
         else { return nil }
         return String(fields[4])
     }

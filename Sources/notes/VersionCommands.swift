@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import ArgumentParser
 import Foundation
@@ -176,9 +176,15 @@ struct Restore: AsyncParsableCommand {
             }
             // A save of the current record with the old text, against its current tag:
             // rights as for any save, and a change made meanwhile is refused, not lost.
-            let saved = try await client.modify(ModifyRequest(zone: current.zone, saves: [RecordSave(
-                recordName: current.recordName, recordType: .note, name: current.name, parent: current.parent,
-                body: chosen.body ?? "", changeTag: current.changeTag)])).saved[0]
+            let saved = try await client.modify(
+                ModifyRequest(
+                    zone: current.zone,
+                    saves: [
+                        RecordSave(
+                            recordName: current.recordName, recordType: .note, name: current.name, parent: current.parent,
+                            body: chosen.body ?? "", changeTag: current.changeTag)
+                    ])
+            ).saved[0]
             try options.emit(Restored(restored: chosen.changeTag, changeTag: saved.changeTag)) {
                 "Restored \(versions.target.name) to the text of \(chosen.changeTag) (\(ISO8601.string(from: chosen.modifiedAt))) as its newest version, \(saved.changeTag)."
             }

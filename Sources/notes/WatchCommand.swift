@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import ArgumentParser
 import Foundation
@@ -22,7 +22,8 @@ struct WatchPosition: Codable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let data = (try? encoder.encode(self)) ?? Data()
-        return "w1." + data.base64EncodedString()
+        return "w1."
+            + data.base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
@@ -160,10 +161,12 @@ struct Watch: AsyncParsableCommand {
         var more = true
         while more {
             let page = try await client.zoneChanges(zone, since: token)
-            var events = page.records.map { record in
-                WatchEvent(change: "saved", scope: scope, zone: zone, recordName: record.recordName, name: record.name, type: record.recordType,
-                           by: record.modifiedBy, at: record.modifiedAt, share: record.shareID, position: "")
-            } + page.deleted.map { WatchEvent(change: "deleted", scope: scope, zone: zone, recordName: $0, position: "") }
+            var events =
+                page.records.map { record in
+                    WatchEvent(
+                        change: "saved", scope: scope, zone: zone, recordName: record.recordName, name: record.name, type: record.recordType,
+                        by: record.modifiedBy, at: record.modifiedAt, share: record.shareID, position: "")
+                } + page.deleted.map { WatchEvent(change: "deleted", scope: scope, zone: zone, recordName: $0, position: "") }
             // Each line carries where to go on from: the page's start until its last
             // line, which carries its end (a watch stopped mid-page prints the rest again).
             let before = position.encoded
@@ -210,7 +213,9 @@ struct WatchPrinter {
             Swift.print(String(decoding: (try? encoder.encode(event)) ?? Data(), as: UTF8.self))
         } else {
             // Where the mount shows it (the default zone's notes are at the top of private/).
-            let place = event.scope == .shared ? "shared/\(event.zone.owner)/\(event.zone.name)"
+            let place =
+                event.scope == .shared
+                ? "shared/\(event.zone.owner)/\(event.zone.name)"
                 : event.zone.name == ZoneID.defaultZoneName ? "private" : "private/\(event.zone.name)"
             let when = event.at.map { ISO8601.string(from: $0) } ?? ISO8601.string(from: Date())
             var line: String

@@ -12,7 +12,8 @@ extension Notesd {
         case .sqlite(let path):
             return (path, paths)
         case .postgres(let location):
-            throw ValidationError("""
+            throw ValidationError(
+                """
                 On PostgreSQL, \(what) with PostgreSQL's own tools, which take a consistent copy while notesd serves:
                   pg_dump --format=custom --file notes.dump '\(location)'
                   pg_restore --clean --if-exists --no-owner --dbname '\(location)' notes.dump   # with every notesd stopped

@@ -79,7 +79,7 @@ final class ProgressLine: Sendable {
             let newTable = state.table != progress.table
             let step = percent / 10 != state.percent / 10 || percent == 100 && state.percent != 100
             if terminal {
-                FileHandle.standardError.write(Data(((newTable && state.open) ? "\n" : "\r") .utf8) + Data(text.utf8))
+                FileHandle.standardError.write(Data(((newTable && state.open) ? "\n" : "\r").utf8) + Data(text.utf8))
                 state.open = true
             } else if newTable || step {
                 FileHandle.standardError.write(Data((text + "\n").utf8))

@@ -66,7 +66,10 @@ struct Notesd: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The private key of --tls-cert (PEM, unencrypted; readable by notesd's user only).", valueName: "FILE"))
     var tlsKey: String?
 
-    @Option(help: "Database URL (default $NOTES_DATABASE_URL, else sqlite:DATA_DIR/notes.sqlite): sqlite:PATH, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE] (also postgresql://; a Unix socket as a host of %2Frun%2Fpostgresql or ?host=/run/postgresql).")
+    @Option(
+        help:
+            "Database URL (default $NOTES_DATABASE_URL, else sqlite:DATA_DIR/notes.sqlite): sqlite:PATH, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE] (also postgresql://; a Unix socket as a host of %2Frun%2Fpostgresql or ?host=/run/postgresql)."
+    )
     var database: String?
 
     @Option(help: "Base URL of share links and public pages (default http://HOST:PORT of --listen).")
@@ -75,14 +78,17 @@ struct Notesd: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
-    @Option(name: .customLong("trusted-proxy"), help: ArgumentHelp(
-        "IP address of a reverse proxy in front of notesd, whose X-Forwarded-For is believed when counting wrong passwords and tokens (repeat for several).",
-        valueName: "IP"))
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: ArgumentHelp(
+            "IP address of a reverse proxy in front of notesd, whose X-Forwarded-For is believed when counting wrong passwords and tokens (repeat for several).",
+            valueName: "IP"))
     var trustedProxies: [String] = []
 
-    @Option(help: ArgumentHelp(
-        "Storage per account: note text, attachments and kept versions in the zones it owns (participants' writes count for the owner). 500M, 10G, or none.",
-        valueName: "SIZE"))
+    @Option(
+        help: ArgumentHelp(
+            "Storage per account: note text, attachments and kept versions in the zones it owns (participants' writes count for the owner). 500M, 10G, or none.",
+            valueName: "SIZE"))
     var quota: String = "10G"
 
     @Option(help: "Seconds a connection may sit with no request under way before it is closed.")
@@ -130,7 +136,8 @@ struct Notesd: AsyncParsableCommand {
         let tcp = try listen.map(Self.parseListen)
         let tls = try Self.tlsConfiguration(certificate: tlsCert, key: tlsKey, listening: tcp != nil)
         if let tcp, tls == nil, !Self.isLoopback(tcp.host) {
-            logger.warning("""
+            logger.warning(
+                """
                 notesd listens on \(tcp.host):\(tcp.port) without TLS: tokens, passwords and notes travel in clear to anyone on the \
                 network. Give it --tls-cert and --tls-key, or put it behind a reverse proxy that speaks TLS (nginx, Caddy) and \
                 listen on 127.0.0.1, or keep it to a network you trust.
@@ -182,10 +189,12 @@ struct Notesd: AsyncParsableCommand {
         ]
         switch paths.database {
         case .sqlite(let path):
-            let store = try SQLiteStore(path: path, logger: Logger(label: "notesd.store"), storage: storage, onChange: { notices in
-                metrics.noticesCommittedHere.increment(by: notices.count)
-                notifier.publish(notices)
-            })
+            let store = try SQLiteStore(
+                path: path, logger: Logger(label: "notesd.store"), storage: storage,
+                onChange: { notices in
+                    metrics.noticesCommittedHere.increment(by: notices.count)
+                    notifier.publish(notices)
+                })
             try await Self.ensureAdmin(store, logger: logger)
             try paths.prepareSocket()
             let services = try serving(store)
@@ -199,7 +208,8 @@ struct Notesd: AsyncParsableCommand {
             // Commits made here reach this instance's streams at once (onChange); those
             // of other instances through the listener, which skips this one's echoes.
             let store = PostgresStore(
-                database: database, logger: Logger(label: "notesd.store"), storage: storage, changeFeed: feed, onChange: { notices in
+                database: database, logger: Logger(label: "notesd.store"), storage: storage, changeFeed: feed,
+                onChange: { notices in
                     metrics.noticesCommittedHere.increment(by: notices.count)
                     notifier.publish(notices)
                 })
@@ -224,10 +234,18 @@ struct Notesd: AsyncParsableCommand {
             let group = ServiceGroup(
                 services: [
                     PostgresPoolService(database: database),
-                    AfterStart(logger: logger, services: [ListenerService(listener: listener)] + (try serving(store, notReady: {
-                        // Its subscribers would miss what other instances save: send requests elsewhere until it listens.
-                        listener.isListening ? nil : "This notesd does not hear other instances' changes yet (its listening connection to PostgreSQL is being made); it is ready again once it does."
-                    }))) {
+                    AfterStart(
+                        logger: logger,
+                        services: [ListenerService(listener: listener)]
+                            + (try serving(
+                                store,
+                                notReady: {
+                                    // Its subscribers would miss what other instances save: send requests elsewhere until it listens.
+                                    listener.isListening
+                                        ? nil
+                                        : "This notesd does not hear other instances' changes yet (its listening connection to PostgreSQL is being made); it is ready again once it does."
+                                }))
+                    ) {
                         try await database.checkReachable()
                         try await database.migrate()
                         try await Self.ensureAdmin(store, logger: logger)

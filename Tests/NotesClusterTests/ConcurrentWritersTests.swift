@@ -28,10 +28,13 @@ import Testing
         let writerCount = environment["NOTES_PG_WRITERS"].flatMap(Int.init) ?? 8
         let operations = environment["NOTES_PG_OPS"].flatMap(Int.init) ?? 30
         let readerCount = 4
-        print("concurrency test: seed \(seed) (replay: NOTES_PG_CONCURRENCY_SEED=\(seed) swift test --filter ConcurrentWritersTests), \(writerCount) writers × \(operations) operations, \(readerCount) readers")
+        print(
+            "concurrency test: seed \(seed) (replay: NOTES_PG_CONCURRENCY_SEED=\(seed) swift test --filter ConcurrentWritersTests), \(writerCount) writers × \(operations) operations, \(readerCount) readers"
+        )
 
         let url = try PostgresCluster.shared().createDatabase()
-        let first = try RunningPool(url: url), second = try RunningPool(url: url)
+        let first = try RunningPool(url: url)
+        let second = try RunningPool(url: url)
         try await first.database.migrate()
         let stores = [PostgresStore(database: first.database), PostgresStore(database: second.database)]
         _ = try await stores[0].createAccount(name: "alice", email: nil, isAdmin: false)
@@ -81,7 +84,9 @@ import Testing
             for (name, expected) in writer.owned {
                 switch expected {
                 case .saved(let body, let tag):
-                    if truth[name]?.body != body || truth[name]?.changeTag != tag { lost.append("\(name): expected \(body) @\(tag), found \(String(describing: truth[name]?.body)) @\(String(describing: truth[name]?.changeTag))") }
+                    if truth[name]?.body != body || truth[name]?.changeTag != tag {
+                        lost.append("\(name): expected \(body) @\(tag), found \(String(describing: truth[name]?.body)) @\(String(describing: truth[name]?.changeTag))")
+                    }
                 case .deleted:
                     if truth[name] != nil { lost.append("\(name): deleted, but still there") }
                 }
@@ -91,7 +96,9 @@ import Testing
         for name in hot {
             guard let newest = hotWrites.filter({ $0.name == name }).max(by: { Self.number($0.tag) < Self.number($1.tag) }) else { continue }
             if truth[name]?.changeTag != newest.tag || truth[name]?.body != newest.body {
-                lost.append("\(name): its newest acknowledged save \(newest.body) @\(newest.tag), found \(String(describing: truth[name]?.body)) @\(String(describing: truth[name]?.changeTag))")
+                lost.append(
+                    "\(name): its newest acknowledged save \(newest.body) @\(newest.tag), found \(String(describing: truth[name]?.body)) @\(String(describing: truth[name]?.changeTag))"
+                )
             }
         }
         #expect(lost.isEmpty, "seed \(seed): acknowledged writes lost:\n\(lost.joined(separator: "\n"))")
@@ -100,14 +107,19 @@ import Testing
         let truthTags = truth.mapValues(\.changeTag)
         for (index, reader) in readers.enumerated() {
             #expect(reader.problems.isEmpty, "seed \(seed), reader \(index): \(reader.problems.prefix(10).joined(separator: "\n"))")
-            #expect(reader.state == truthTags, "seed \(seed), reader \(index) ends with \(reader.state.count) records, the zone holds \(truthTags.count); differing: \(Set(reader.state.keys).symmetricDifference(truthTags.keys).sorted().prefix(10))")
+            #expect(
+                reader.state == truthTags,
+                "seed \(seed), reader \(index) ends with \(reader.state.count) records, the zone holds \(truthTags.count); differing: \(Set(reader.state.keys).symmetricDifference(truthTags.keys).sorted().prefix(10))"
+            )
         }
         let acknowledged = writerResults.map(\.acknowledgedBatches).reduce(0, +)
         let refused = writerResults.map(\.refusedHotSaves).reduce(0, +)
         let timedOut = writerResults.map(\.timedOut).reduce(0, +)
         #expect(timedOut * 2 <= acknowledged, "most batches timed out (\(timedOut)): the test proved little")
         let pages = readers.map(\.pages).reduce(0, +)
-        print("concurrency test, seed \(seed): \(acknowledged) batches acknowledged (\(refused) stale shared saves refused as they should be, \(timedOut) timed out and rolled back), \(truth.count) records at the end; readers read \(pages) pages and saw \(readers.map(\.changesSeen).reduce(0, +)) changes, each once; \(elapsed)")
+        print(
+            "concurrency test, seed \(seed): \(acknowledged) batches acknowledged (\(refused) stale shared saves refused as they should be, \(timedOut) timed out and rolled back), \(truth.count) records at the end; readers read \(pages) pages and saw \(readers.map(\.changesSeen).reduce(0, +)) changes, each once; \(elapsed)"
+        )
     }
 
     /// A change tag's change number (tags are the number in base 36).
@@ -115,8 +127,15 @@ import Testing
 
     /// One writer's choices and what was acknowledged to it.
     struct Writer {
-        enum Expected: Sendable { case saved(body: String, tag: String), deleted }
-        struct HotSave: Sendable { let name: String; let body: String; let tag: String }
+        enum Expected: Sendable {
+            case saved(body: String, tag: String)
+            case deleted
+        }
+        struct HotSave: Sendable {
+            let name: String
+            let body: String
+            let tag: String
+        }
         struct Outcome: Sendable {
             var owned: [String: Expected] = [:]
             var hotAcknowledged: [HotSave] = []
@@ -149,7 +168,7 @@ import Testing
 
         mutating func run(store: PostgresStore, zone: ZoneID, operations: Int) async throws -> Outcome {
             var outcome = Outcome()
-            var live: [String: String] = [:]   // own record → its tag
+            var live: [String: String] = [:]  // own record → its tag
             var created = 0
             var done = 0
             while done < operations {
@@ -159,9 +178,14 @@ import Testing
                     let name = hot[random.next(below: hot.count)]
                     let current = try await store.records([name], in: zone, actor: "alice").first
                     let body = "w\(index) op \(done)"
-                    switch await Self.attempt(store, ModifyRequest(zone: zone, saves: [
-                        RecordSave(recordName: name, recordType: .note, name: "\(name).md", body: body, changeTag: current?.changeTag),
-                    ])) {
+                    switch await Self.attempt(
+                        store,
+                        ModifyRequest(
+                            zone: zone,
+                            saves: [
+                                RecordSave(recordName: name, recordType: .note, name: "\(name).md", body: body, changeTag: current?.changeTag)
+                            ]))
+                    {
                     case .success(let result):
                         outcome.hotAcknowledged.append(HotSave(name: name, body: body, tag: result.saved[0].changeTag))
                         outcome.acknowledgedBatches += 1
@@ -176,7 +200,8 @@ import Testing
                     continue
                 }
                 // A batch of one to three changes of its own records.
-                var saves: [RecordSave] = [], deletes: [RecordDelete] = []
+                var saves: [RecordSave] = []
+                var deletes: [RecordDelete] = []
                 var touched = Set<String>()
                 for _ in 0...random.next(below: 3) where done < operations {
                     done += 1

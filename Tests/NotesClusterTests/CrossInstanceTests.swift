@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import NotesClient
@@ -23,13 +23,18 @@ import Testing
         // The first save warms both pools; then measure.
         _ = try await alice.onB.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "warm", recordType: .note, name: "warm.md", body: "w")]))
         try await events.wait { $0.isChange(of: zone) }
-        var latencies: [Double] = [], roundTrips: [Double] = [], afterAcknowledged: [Double] = []
+        var latencies: [Double] = []
+        var roundTrips: [Double] = []
+        var afterAcknowledged: [Double] = []
         for round in 1...30 {
             let from = events.count
             let sent = ContinuousClock.now
-            let saved = try await alice.onB.modify(ModifyRequest(zone: zone, saves: [
-                RecordSave(recordName: "n\(round)", recordType: .note, name: "n\(round).md", body: "round \(round)"),
-            ]))
+            let saved = try await alice.onB.modify(
+                ModifyRequest(
+                    zone: zone,
+                    saves: [
+                        RecordSave(recordName: "n\(round)", recordType: .note, name: "n\(round).md", body: "round \(round)")
+                    ]))
             let acknowledged = ContinuousClock.now
             roundTrips.append((acknowledged - sent).milliseconds)
             let (_, entry) = try await events.wait(from: from) { $0.isChange(of: zone, scope: .private) }
@@ -38,7 +43,8 @@ import Testing
             let onA = try await alice.onA.records(["n\(round)"], in: zone)
             #expect(onA.first?.body == "round \(round)" && onA.first?.changeTag == saved.saved.first?.changeTag, "round \(round): A serves \(onA)")
         }
-        print("""
+        print(
+            """
             cross-instance latency (save sent to B → change event on A's stream), 30 saves: \
             p50 \(String(format: "%.1f", percentile(latencies, 0.5))) ms, p99 \(String(format: "%.1f", percentile(latencies, 0.99))) ms, \
             max \(String(format: "%.1f", latencies.max() ?? 0)) ms; the save's own round trip p50 \(String(format: "%.1f", percentile(roundTrips, 0.5))) ms; \
@@ -80,18 +86,23 @@ import Testing
             #expect(try await client.zones(scope: .shared).map(\.id) == [team], "bob's shared zones on \(label)")
             #expect(try await client.records(["plan"], in: team).first?.body == "v1", "bob reads the shared note on \(label)")
             do {
-                _ = try await client.modify(ModifyRequest(zone: team, saves: [
-                    RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "bob was here (\(label))", changeTag: sharedPlan.changeTag),
-                ]))
+                _ = try await client.modify(
+                    ModifyRequest(
+                        zone: team,
+                        saves: [
+                            RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "bob was here (\(label))", changeTag: sharedPlan.changeTag)
+                        ]))
                 Issue.record("bob's write through \(label) into a read-only share went through")
             } catch {
                 #expect(error.code == .permissionFailure, "bob's write through \(label): \(error)")
             }
         }
         // alice's next save, through B, reaches bob's streams on both instances.
-        let fromA = bobEventsOnA.count, fromB = bobEventsOnB.count
-        let shared = try #require(try await alice.onB.records(["plan"], in: team).first)   // (sharing gave it a new tag)
-        _ = try await alice.onB.modify(ModifyRequest(zone: team, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "v2", changeTag: shared.changeTag)]))
+        let fromA = bobEventsOnA.count
+        let fromB = bobEventsOnB.count
+        let shared = try #require(try await alice.onB.records(["plan"], in: team).first)  // (sharing gave it a new tag)
+        _ = try await alice.onB.modify(
+            ModifyRequest(zone: team, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "v2", changeTag: shared.changeTag)]))
         try await bobEventsOnA.wait(from: fromA) { $0.isChange(of: team, scope: .shared) }
         try await bobEventsOnB.wait(from: fromB) { $0.isChange(of: team, scope: .shared) }
         #expect(try await bob.onA.records(["plan"], in: team).first?.body == "v2")
@@ -105,13 +116,15 @@ import Testing
         _ = try await alice.onA.accept(url: deskShare.urlToken)
         let todo = try #require(try await alice.onA.records(["todo"], in: desk).first)
         let fromBob = bobEventsOnB.count
-        _ = try await alice.onA.modify(ModifyRequest(zone: desk, saves: [RecordSave(recordName: "todo", recordType: .note, name: "todo.md", body: "milk, eggs", changeTag: todo.changeTag)]))
+        _ = try await alice.onA.modify(
+            ModifyRequest(zone: desk, saves: [RecordSave(recordName: "todo", recordType: .note, name: "todo.md", body: "milk, eggs", changeTag: todo.changeTag)]))
         try await bobEventsOnB.wait(from: fromBob) { $0.isChange(of: desk, scope: .private) }
         #expect(try await bob.onB.records(["todo"], in: desk).first?.body == "milk, eggs")
         // bob's own save through B reaches alice's stream on A as a change of a shared zone.
         let fromAlice = aliceEventsOnA.count
         let current = try #require(try await bob.onB.records(["todo"], in: desk).first)
-        _ = try await bob.onB.modify(ModifyRequest(zone: desk, saves: [RecordSave(recordName: "todo", recordType: .note, name: "todo.md", body: "milk, eggs, tea", changeTag: current.changeTag)]))
+        _ = try await bob.onB.modify(
+            ModifyRequest(zone: desk, saves: [RecordSave(recordName: "todo", recordType: .note, name: "todo.md", body: "milk, eggs, tea", changeTag: current.changeTag)]))
         try await aliceEventsOnA.wait(from: fromAlice) { $0.isChange(of: desk, scope: .shared) }
         #expect(try await alice.onA.records(["todo"], in: desk).first?.body == "milk, eggs, tea")
     }
@@ -132,7 +145,9 @@ import Testing
             var batch = 0
             while !stop() {
                 batch += 1
-                let saves = (0..<batchSize).map { RecordSave(recordName: "\(prefix)\(batch)-\($0)", recordType: .note, name: "\(prefix)\(batch)-\($0).md", body: "\(prefix) \(batch) \($0)") }
+                let saves = (0..<batchSize).map {
+                    RecordSave(recordName: "\(prefix)\(batch)-\($0)", recordType: .note, name: "\(prefix)\(batch)-\($0).md", body: "\(prefix) \(batch) \($0)")
+                }
                 do {
                     _ = try await client.modify(ModifyRequest(zone: zone, saves: saves))
                     acknowledged.append(batch)
@@ -148,14 +163,20 @@ import Testing
         async let throughB = writer(alice.onB, prefix: "b", stop: { bDone.isSet })
         // Kill A once a good number of its batches went through (it is mid-batch then:
         // its writer sends the next one at once).
-        #expect(try await eventually(.seconds(120)) { try await alice.onB.zoneChanges(zone, since: nil, limit: 2_000).records.filter { $0.recordName.hasPrefix("a") }.count >= 20 * batchSize })
+        #expect(
+            try await eventually(.seconds(120)) {
+                try await alice.onB.zoneChanges(zone, since: nil, limit: 2_000).records.filter { $0.recordName.hasPrefix("a") }.count >= 20 * batchSize
+            })
         try await pair.a.stop(signal: SIGKILL)
         killed.set()
         let a = await throughA
         #expect(a.error != nil, "A's writer should have been cut off")
         // B keeps serving: its writer goes on; let it do 10 more batches after the kill.
         let bAtKill = try await alice.onB.zoneChanges(zone, since: nil, limit: 2_000).records.filter { $0.recordName.hasPrefix("b") }.count
-        #expect(try await eventually(.seconds(120)) { try await alice.onB.zoneChanges(zone, since: nil, limit: 2_000).records.filter { $0.recordName.hasPrefix("b") }.count >= bAtKill + 10 * batchSize })
+        #expect(
+            try await eventually(.seconds(120)) {
+                try await alice.onB.zoneChanges(zone, since: nil, limit: 2_000).records.filter { $0.recordName.hasPrefix("b") }.count >= bAtKill + 10 * batchSize
+            })
         bDone.set()
         let b = await throughB
         #expect(b.error == nil, "B's writer failed: \(String(describing: b.error))")
@@ -178,7 +199,9 @@ import Testing
         if let cut = a.cut {
             let present = (0..<batchSize).filter { stored["a\(cut)-\($0)"] != nil }.count
             #expect(present == 0 || present == batchSize, "the batch cut off by the kill is stored in part: \(present) of \(batchSize)")
-            print("kill -9 of A: \(a.acknowledged.count) batches acknowledged by A, the one in flight \(present == 0 ? "not stored" : "stored whole"); B went on for \(b.acknowledged.count) batches without an error")
+            print(
+                "kill -9 of A: \(a.acknowledged.count) batches acknowledged by A, the one in flight \(present == 0 ? "not stored" : "stored whole"); B went on for \(b.acknowledged.count) batches without an error"
+            )
         }
         // A comes back and serves what B wrote meanwhile.
         try await pair.a.restart()
@@ -212,7 +235,10 @@ import Testing
         // A tells load balancers it is not ready (B is). (Here its role may not log in, so
         // the database check says so first; with the database reachable, the reason is the
         // listening connection.)
-        #expect(await eventually { ((try? String(contentsOfFile: pair.a.logPath, encoding: .utf8)) ?? "").components(separatedBy: "listening for other instances' changes failed").count >= 3 })
+        #expect(
+            await eventually {
+                ((try? String(contentsOfFile: pair.a.logPath, encoding: .utf8)) ?? "").components(separatedBy: "listening for other instances' changes failed").count >= 3
+            })
         let readyz = { (daemon: DaemonProcess) in Shell.run("curl -s -i --unix-socket '\(daemon.socket)' http://localhost/readyz").stdout }
         let notReady = readyz(pair.a)
         #expect(notReady.hasPrefix("HTTP/1.1 503"), "\(notReady)")

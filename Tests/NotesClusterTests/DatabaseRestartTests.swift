@@ -29,7 +29,9 @@ struct DatabaseRestartTests {
         // Then a request is answered 503 with Retry-After, and says why
         let body = #"{"zone":{"owner":"alice","name":"_defaultZone"},"saves":[{"recordName":"x","recordType":"note","name":"x.md","body":"x"}]}"#
         let asked = ContinuousClock.now
-        let answer = Shell.run("curl -s -i -m 60 -X POST -H 'Authorization: Bearer \(issued.token)' -H 'Content-Type: application/json' --data '\(body)' http://127.0.0.1:\(daemon.port!)/v1/records/modify")
+        let answer = Shell.run(
+            "curl -s -i -m 60 -X POST -H 'Authorization: Bearer \(issued.token)' -H 'Content-Type: application/json' --data '\(body)' http://127.0.0.1:\(daemon.port!)/v1/records/modify"
+        )
         print("database restart: 503 after \(ContinuousClock.now - asked)")
         #expect(answer.stdout.hasPrefix("HTTP/1.1 503"), "\(answer)")
         #expect(answer.stdout.lowercased().contains("retry-after:"), "\(answer)")
@@ -44,10 +46,11 @@ struct DatabaseRestartTests {
         let back = ContinuousClock.now
         // (Usually within 2 s; up to a minute when postgres-nio's pool is in the middle of
         // its reconnect backoff, which it caps at 60 s.)
-        #expect(await eventually(.seconds(150)) {
-            let records = (try? await alice.zoneChanges(zone, since: nil).records) ?? []
-            return Set(records.map { "\($0.name)=\($0.body ?? "")" }) == ["before.md=before", "during.md=during"]
-        }, "mount log:\n\(mount.log().suffix(3_000))")
+        #expect(
+            await eventually(.seconds(150)) {
+                let records = (try? await alice.zoneChanges(zone, since: nil).records) ?? []
+                return Set(records.map { "\($0.name)=\($0.body ?? "")" }) == ["before.md=before", "during.md=during"]
+            }, "mount log:\n\(mount.log().suffix(3_000))")
         print("database restart: the mount's queued note on notesd \(ContinuousClock.now - back) after the server came back")
         _ = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "a", recordType: .note, name: "after.md", body: "after")]))
         #expect(await eventually(.seconds(30)) { fileText("\(root)/after.md") == "after" })

@@ -19,9 +19,13 @@ import Testing
         let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
         var note = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "v1")])).saved[0]
         for version in 2...3 {
-            note = try await alice.modify(ModifyRequest(zone: zone, saves: [
-                RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "v\(version)", changeTag: note.changeTag),
-            ])).saved[0]
+            note = try await alice.modify(
+                ModifyRequest(
+                    zone: zone,
+                    saves: [
+                        RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "v\(version)", changeTag: note.changeTag)
+                    ])
+            ).saved[0]
         }
         let share = try await alice.createShare(NewShare(zone: zone, rootRecordName: "n", participants: [Invitee(name: "bob", permission: .readOnly)]))
         let before = try await alice.zoneChanges(zone, since: nil)
@@ -43,7 +47,8 @@ import Testing
         #expect(dumped.status == 0, "\(dumped)")
         _ = try await later
         let restoredURL = try cluster.createDatabase()
-        let sourceName = PostgresCluster.databaseName(of: source), restoredName = PostgresCluster.databaseName(of: restoredURL)
+        let sourceName = PostgresCluster.databaseName(of: source)
+        let restoredName = PostgresCluster.databaseName(of: restoredURL)
         let restoreCommand = restore.replacingOccurrences(of: sourceName, with: restoredName).replacingOccurrences(of: "   # with every notesd stopped", with: "")
         let restored = Shell.run("\(PostgresCluster.binaries)/\(restoreCommand)", in: folder)
         #expect(restored.status == 0, "\(restored)")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import NotesClient
@@ -44,8 +44,9 @@ struct TwoInstances {
     /// notesd's process id), if it is connected.
     func listenerBackend(of daemon: DaemonProcess) throws -> Int? {
         let pid = daemon.process.processIdentifier
-        return Int(try psql("SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'notesd-listen/%-\(pid)-%' AND datname = '\(database)'")
-            .split(separator: "\n").first ?? "")
+        return Int(
+            try psql("SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'notesd-listen/%-\(pid)-%' AND datname = '\(database)'")
+                .split(separator: "\n").first ?? "")
     }
 }
 

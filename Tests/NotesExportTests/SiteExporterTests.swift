@@ -13,7 +13,9 @@ import Testing
         let enumerator = FileManager.default.enumerator(atPath: root)
         while let relative = enumerator?.nextObject() as? String {
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: "\(root)/\(relative)", isDirectory: &isDirectory), !isDirectory.boolValue { files[relative] = try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(relative)")) }
+            if FileManager.default.fileExists(atPath: "\(root)/\(relative)", isDirectory: &isDirectory), !isDirectory.boolValue {
+                files[relative] = try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(relative)"))
+            }
         }
         return files
     }
@@ -36,7 +38,10 @@ import Testing
     @Test func sameInputSameBytes() throws {
         let first = FileManager.default.temporaryDirectory.appendingPathComponent("export-\(UUID().uuidString.prefix(8))").path
         let second = first + "-again"
-        defer { try? FileManager.default.removeItem(atPath: first); try? FileManager.default.removeItem(atPath: second) }
+        defer {
+            try? FileManager.default.removeItem(atPath: first)
+            try? FileManager.default.removeItem(atPath: second)
+        }
         _ = try SiteExporter().export(["\(Self.fixtures)/notes"], to: first)
         _ = try SiteExporter().export(["\(Self.fixtures)/notes"], to: second)
         #expect(try Self.files(under: first) == Self.files(under: second))
@@ -45,7 +50,8 @@ import Testing
     @Test func hostileFileNamesAndPlantedLinksStayInsideTheSite() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("export-\(UUID().uuidString.prefix(8))").path
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let notes = "\(folder)/notes", outside = "\(folder)/outside"
+        let notes = "\(folder)/notes"
+        let outside = "\(folder)/outside"
         try FileManager.default.createDirectory(atPath: notes, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         try Data("x".utf8).write(to: URL(fileURLWithPath: "\(notes)/javascript:alert(1)"))
@@ -78,7 +84,8 @@ import Testing
     }
 
     @Test func notesRunNothingInAReadersBrowser() {
-        let page = MarkdownRenderer().render("""
+        let page = MarkdownRenderer().render(
+            """
             <script>alert(1)</script>
 
             Hello <img src=x onerror="alert(2)"> and [link](javascript:alert(3)) and <a href="javascript:alert(4)">a</a>.
@@ -92,7 +99,8 @@ import Testing
     }
 
     @Test func githubFlavour() {
-        let html = MarkdownRenderer().render("""
+        let html = MarkdownRenderer().render(
+            """
             # Title *here*
 
             | a |
@@ -112,8 +120,10 @@ import Testing
             [^n]: note
             """)
         #expect(html.title == "Title here")
-        for fragment in ["<table>", "checked=\"\" disabled=\"\"", "<del>gone</del>", "<a href=\"http://www.example.com\">",
-                         "class=\"language-python\"", "class=\"footnotes\"", "<h1 id=\"title-here\">", "<h2 id=\"title-here-1\">"] {
+        for fragment in [
+            "<table>", "checked=\"\" disabled=\"\"", "<del>gone</del>", "<a href=\"http://www.example.com\">",
+            "class=\"language-python\"", "class=\"footnotes\"", "<h1 id=\"title-here\">", "<h2 id=\"title-here-1\">",
+        ] {
             #expect(html.html.contains(fragment), "missing \(fragment)")
         }
     }

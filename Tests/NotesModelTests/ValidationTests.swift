@@ -36,16 +36,20 @@ import Testing
         let ownParent = RecordSave(recordName: "f", recordType: .folder, name: "F", parent: "f")
         #expect(throws: NotesError.self) { try ownParent.validate() }
 
-        let tooMany = ModifyRequest(zone: zone, saves: (0...Limits.maxBatchItems).map {
-            RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "")
-        })
+        let tooMany = ModifyRequest(
+            zone: zone,
+            saves: (0...Limits.maxBatchItems).map {
+                RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "")
+            })
         let error = #expect(throws: NotesError.self) { try tooMany.validate() }
         #expect(error?.code == .limitExceeded)
 
-        let oneBad = ModifyRequest(zone: zone, saves: [
-            RecordSave(recordName: "a", recordType: .note, name: "ok.md", body: ""),
-            RecordSave(recordName: "b", recordType: .note, name: "a/b", body: ""),
-        ])
+        let oneBad = ModifyRequest(
+            zone: zone,
+            saves: [
+                RecordSave(recordName: "a", recordType: .note, name: "ok.md", body: ""),
+                RecordSave(recordName: "b", recordType: .note, name: "a/b", body: ""),
+            ])
         let batchError = #expect(throws: NotesError.self) { try oneBad.validate() }
         #expect(batchError?.itemErrors.first { $0.recordName == "a" }?.code == .batchRequestFailed)
         #expect(batchError?.itemErrors.first { $0.recordName == "b" }?.code == .invalidArguments)

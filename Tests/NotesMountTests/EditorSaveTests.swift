@@ -21,9 +21,11 @@ struct EditorSaveTests {
         Edit(label: "sed -i", command: "sed -i 's/one/uno/' plan.md", expected: "line uno\n"),
         Edit(
             label: "python write-then-os.replace",
-            command: "python3 -c \"import os\nwith open('plan.md.new', 'w') as f:\n    f.write('from python\\\\n'); f.flush(); os.fsync(f.fileno())\nos.replace('plan.md.new', 'plan.md')\"",
+            command:
+                "python3 -c \"import os\nwith open('plan.md.new', 'w') as f:\n    f.write('from python\\\\n'); f.flush(); os.fsync(f.fileno())\nos.replace('plan.md.new', 'plan.md')\"",
             expected: "from python\n"),
-        Edit(label: "vim -es, backup-and-rename", command: "vim -es -N -u NONE -c 'set backupcopy=no writebackup nobackup' -c '%s/one/vim/' -c 'wq' plan.md", expected: "line vim\n"),
+        Edit(
+            label: "vim -es, backup-and-rename", command: "vim -es -N -u NONE -c 'set backupcopy=no writebackup nobackup' -c '%s/one/vim/' -c 'wq' plan.md", expected: "line vim\n"),
         Edit(label: "vim -es, keeping a backup~", command: "vim -es -N -u NONE -c 'set backupcopy=no backup' -c '%s/one/kept/' -c 'wq' plan.md", expected: "line kept\n"),
         Edit(label: "vim -es, defaults", command: "vim -es -c '%s/one/plain/' -c 'wq' plan.md", expected: "line plain\n"),
         Edit(label: "cp over the note", command: "printf 'copied\\n' > /tmp/notes-cp-src && cp /tmp/notes-cp-src plan.md", expected: "copied\n"),
@@ -59,11 +61,13 @@ struct EditorSaveTests {
         #expect(record?.shareID == share.id)
         #expect(record?.name == "plan.md")
         let after = try await people.alice.share(id: share.id)
-        #expect(after.participants == share.participants.map { participant in
-            var accepted = participant
-            if accepted.name == "bob" { accepted.status = .accepted }
-            return accepted
-        })
+        #expect(
+            after.participants
+                == share.participants.map { participant in
+                    var accepted = participant
+                    if accepted.name == "bob" { accepted.status = .accepted }
+                    return accepted
+                })
         // one more version, and no stray records (temporaries, backups) on the server
         #expect(await queueDrained(people.aliceMount))
         #expect(try await people.alice.versions(of: note.recordName, in: work).count == versionsBefore + 1)

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import NotesClient
@@ -47,7 +47,10 @@ struct ExerciserTests {
         for step in 0..<operations {
             let name = names[below(names.count)]
             let fd = descriptor(name)
-            guard fd >= 0 else { fail("open \(name): errno \(errno)"); break }
+            guard fd >= 0 else {
+                fail("open \(name): errno \(errno)")
+                break
+            }
             var content = model[name] ?? []
             switch below(10) {
             case 0...3:
@@ -57,7 +60,10 @@ struct ExerciserTests {
                 let data = bytes(for: name, count: 1 + below(8_192))
                 history.append("\(step): pwrite \(name) at \(offset), \(data.count) bytes")
                 let written = data.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }
-                guard written == data.count else { fail("pwrite returned \(written), errno \(errno)"); return }
+                guard written == data.count else {
+                    fail("pwrite returned \(written), errno \(errno)")
+                    return
+                }
                 if content.count < offset { content += [UInt8](repeating: 0, count: offset - content.count) }
                 let end = offset + data.count
                 if content.count < end { content += [UInt8](repeating: 0, count: end - content.count) }
@@ -77,7 +83,10 @@ struct ExerciserTests {
             case 6:
                 let size = min(below(content.count * 2 + 1_024), Limits.maxBodyBytes)
                 history.append("\(step): ftruncate \(name) to \(size)")
-                guard ftruncate(fd, off_t(size)) == 0 else { fail("ftruncate: errno \(errno)"); return }
+                guard ftruncate(fd, off_t(size)) == 0 else {
+                    fail("ftruncate: errno \(errno)")
+                    return
+                }
                 content = size <= content.count ? Array(content.prefix(size)) : content + [UInt8](repeating: 0, count: size - content.count)
                 model[name] = content
             case 7:
@@ -88,7 +97,10 @@ struct ExerciserTests {
                 close(fd)
                 descriptors[name] = nil
                 if let other = descriptors.removeValue(forKey: target) { close(other) }
-                guard rename("\(folder)/\(name)", "\(folder)/\(target)") == 0 else { fail("rename: errno \(errno)"); return }
+                guard rename("\(folder)/\(name)", "\(folder)/\(target)") == 0 else {
+                    fail("rename: errno \(errno)")
+                    return
+                }
                 model[target] = model.removeValue(forKey: name)
             case 8:
                 history.append("\(step): close and reopen \(name)")
@@ -96,7 +108,10 @@ struct ExerciserTests {
                 descriptors[name] = nil
             default:
                 history.append("\(step): fsync \(name)")
-                guard fsync(fd) == 0 else { fail("fsync: errno \(errno)"); return }
+                guard fsync(fd) == 0 else {
+                    fail("fsync: errno \(errno)")
+                    return
+                }
             }
         }
         for fd in descriptors.values { close(fd) }
@@ -110,14 +125,21 @@ struct ExerciserTests {
         #expect(await queueDrained(people.aliceMount, 60), "\(people.aliceMount.log().suffix(2000))")
         let records = try await people.alice.zoneChanges(people.aliceDefault, since: nil).records
         for (name, content) in model {
-            guard let record = records.first(where: { $0.name == name }) else { fail("\(name) is not on notesd"); continue }
+            guard let record = records.first(where: { $0.name == name }) else {
+                fail("\(name) is not on notesd")
+                continue
+            }
             let held = name.hasSuffix(".md") ? Array((record.body ?? "").utf8) : [UInt8](record.bytes ?? Data())
             if held != content {
                 let versions = (try? await people.alice.versions(of: record.recordName, in: people.aliceDefault)) ?? []
-                fail("\(name) on notesd has \(held.count) bytes, the model \(content.count); its versions, newest first: \(versions.prefix(8).map { "\($0.size) bytes at \($0.modifiedAt.timeIntervalSince1970)" })")
+                fail(
+                    "\(name) on notesd has \(held.count) bytes, the model \(content.count); its versions, newest first: \(versions.prefix(8).map { "\($0.size) bytes at \($0.modifiedAt.timeIntervalSince1970)" })"
+                )
             }
         }
-        #expect(Set(records.map(\.name)) == Set(model.keys), """
+        #expect(
+            Set(records.map(\.name)) == Set(model.keys),
+            """
             seed \(seed): notesd has \(records.map(\.name)), the model \(model.keys.sorted()); last operations:
             \(history.suffix(40).joined(separator: "\n"))
             """)

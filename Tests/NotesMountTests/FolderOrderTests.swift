@@ -13,15 +13,16 @@ struct FolderOrderTests {
     static func paths(_ client: NotesClient, _ zone: ZoneID) async throws -> Set<String> {
         let records = try await client.zoneChanges(zone, since: nil).records
         let byName = Dictionary(records.map { ($0.recordName, $0) }, uniquingKeysWith: { a, _ in a })
-        return Set(records.map { record in
-            var path = record.name
-            var parent = record.parent
-            while let folder = parent.flatMap({ byName[$0] }) {
-                path = folder.name + "/" + path
-                parent = folder.parent
-            }
-            return path
-        })
+        return Set(
+            records.map { record in
+                var path = record.name
+                var parent = record.parent
+                while let folder = parent.flatMap({ byName[$0] }) {
+                    path = folder.name + "/" + path
+                    parent = folder.parent
+                }
+                return path
+            })
     }
 
     @Test func aNoteMovedIntoANewFolderThatIsThenRenamedStaysInIt() async throws {

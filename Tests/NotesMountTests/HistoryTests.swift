@@ -20,9 +20,10 @@ struct HistoryTests {
         let root = people.aliceMount.path("private")
         for text in ["one\n", "one two\n", "one two three\n"] {
             #expect(Shell.run("printf '\(text)' > plan.md", in: root).status == 0)
-            #expect(await eventually {
-                ((try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records) ?? []).contains { $0.body == text }
-            })
+            #expect(
+                await eventually {
+                    ((try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records) ?? []).contains { $0.body == text }
+                })
         }
         let run = people.cli(people.aliceToken)("history '\(root)/plan.md' --json")
         #expect(run.status == 0, "\(run)")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import NotesClient
@@ -20,8 +20,10 @@ struct LocalUserTests {
         let cache = people.aliceMount.cacheDir
         // The folders above are the tests' own: let `nobody` walk through them.
         #expect(Shell.run("chmod o+x '\(URL(fileURLWithPath: cache).deletingLastPathComponent().path)' '\(people.daemon.dataDir)'").status == 0)
-        let files = [cache, "\(cache)/alice.replica.sqlite", "\(cache)/alice.replica.sqlite-wal",
-                     "\(people.daemon.dataDir)/notes.sqlite", "\(people.daemon.dataDir)/notes.sqlite-wal"]
+        let files = [
+            cache, "\(cache)/alice.replica.sqlite", "\(cache)/alice.replica.sqlite-wal",
+            "\(people.daemon.dataDir)/notes.sqlite", "\(people.daemon.dataDir)/notes.sqlite-wal",
+        ]
 
         // When `nobody` tries to read them
         for path in files {

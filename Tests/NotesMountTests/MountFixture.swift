@@ -39,7 +39,9 @@ final class TwoMounts: @unchecked Sendable {
 
     /// Saves a note through the API (as the owner would from another machine).
     @discardableResult
-    func saveNote(_ client: NotesClient, zone: ZoneID, name: String, body: String, parent: String? = nil, recordName: String? = nil, changeTag: String? = nil) async throws -> Record {
+    func saveNote(_ client: NotesClient, zone: ZoneID, name: String, body: String, parent: String? = nil, recordName: String? = nil, changeTag: String? = nil) async throws
+        -> Record
+    {
         let save = RecordSave(recordName: recordName ?? UUID().uuidString.lowercased(), recordType: .note, name: name, parent: parent, body: body, changeTag: changeTag)
         return try await client.modify(ModifyRequest(zone: zone, saves: [save])).saved[0]
     }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import NotesClient
@@ -17,10 +17,12 @@ struct OfflineTests {
     @Test func offlineEditsOnBothSidesMergeOrLeaveAConflictCopy() async throws {
         // Given alice's folder Team shared read-write with bob, both mounted
         let people = try await TwoMounts(mountBob: true)
-        let team = try await Self.sharedTeam(people, files: [
-            "plan.md": "1 one\n2 two\n3 three\n4 four\n5 five\n6 six\n7 seven\n8 eight\n9 nine\n",
-            "notes.md": "a\nb\nc\nd\ne\n",
-        ])
+        let team = try await Self.sharedTeam(
+            people,
+            files: [
+                "plan.md": "1 one\n2 two\n3 three\n4 four\n5 five\n6 six\n7 seven\n8 eight\n9 nine\n",
+                "notes.md": "a\nb\nc\nd\ne\n",
+            ])
         let planRecord = xattr("\(team.alice)/plan.md", "record")
 
         // When notesd goes away and both edit: different lines of plan.md, the same line of notes.md
@@ -34,7 +36,10 @@ struct OfflineTests {
         // Then plan.md holds both edits on both mounts, as the same record
         let merged = "1 one by alice\n2 two\n3 three\n4 four\n5 five\n6 six\n7 seven\n8 eight\n9 nine by bob\n"
         let planMerged = await eventually(30) { fileText("\(team.alice)/plan.md") == merged && fileText("\(team.bob)/plan.md") == merged }
-        #expect(planMerged, "alice sees \(fileText("\(team.alice)/plan.md") ?? "nothing"), bob \(fileText("\(team.bob)/plan.md") ?? "nothing")\nalice's log:\n\(people.aliceMount.log().suffix(3000))")
+        #expect(
+            planMerged,
+            "alice sees \(fileText("\(team.alice)/plan.md") ?? "nothing"), bob \(fileText("\(team.bob)/plan.md") ?? "nothing")\nalice's log:\n\(people.aliceMount.log().suffix(3000))"
+        )
         #expect(xattr("\(team.alice)/plan.md", "record") == planRecord)
 
         // And notes.md holds one side's version, the other side's is a conflict copy beside it
@@ -47,7 +52,8 @@ struct OfflineTests {
         #expect(copied, "no conflict copy in \((try? FileManager.default.contentsOfDirectory(atPath: team.alice)) ?? [])")
         guard let copy, let loser = copy.wholeMatch(of: Self.conflictName)?.1 else { return }
         let versions = [fileText("\(team.alice)/notes.md"), fileText("\(team.alice)/\(copy)")]
-        let alices = "a\nb\nc by alice\nd\ne\n", bobs = "a\nb\nc by bob\nd\ne\n"
+        let alices = "a\nb\nc by alice\nd\ne\n"
+        let bobs = "a\nb\nc by bob\nd\ne\n"
         #expect(versions == (loser == "bob" ? [alices, bobs] : [bobs, alices]), "note and copy: \(versions)")
         #expect(await eventually { fileText("\(team.bob)/notes.md") == versions[0] && fileText("\(team.bob)/\(copy)") == versions[1] })
         #expect(!(versions[0] ?? "").contains("<<<<<<<"))
@@ -79,17 +85,20 @@ struct OfflineTests {
 
         // Then the note holds both lines between markers, on both mounts, and no copy is made
         let marked = "one\n<<<<<<< alice (here)\ntwo by alice\n=======\ntwo by bob\n>>>>>>> bob\nthree\n"
-        #expect(await eventually(20) { fileText("\(team.alice)/plan.md") == marked && fileText("\(team.bob)/plan.md") == marked },
-                "alice sees \(fileText("\(team.alice)/plan.md") ?? "nothing")")
+        #expect(
+            await eventually(20) { fileText("\(team.alice)/plan.md") == marked && fileText("\(team.bob)/plan.md") == marked },
+            "alice sees \(fileText("\(team.alice)/plan.md") ?? "nothing")")
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: team.alice)) ?? []) == ["plan.md"])
     }
 
     @Test func renamesDeletesAndFolderRemovalsReplayAfterOfflineWork() async throws {
         // Given the shared folder Team with notes and a subfolder Old
         let people = try await TwoMounts(mountBob: true)
-        let team = try await Self.sharedTeam(people, files: [
-            "a.md": "a\n", "c.md": "c\n", "gone.md": "gone\n", "Old/x.md": "x\n",
-        ])
+        let team = try await Self.sharedTeam(
+            people,
+            files: [
+                "a.md": "a\n", "c.md": "c\n", "gone.md": "gone\n", "Old/x.md": "x\n",
+            ])
         let records = ["a.md", "c.md"].map { xattr("\(team.alice)/\($0)", "record") }
 
         // When alice, offline, renames then edits, edits then renames, deletes a note and the folder Old,
@@ -118,10 +127,12 @@ struct OfflineTests {
             return server == expected && records.contains { $0.name == "Old" }
         }
         #expect(settled, "the server has \(server); alice's log:\n\(people.aliceMount.log().suffix(4000))")
-        #expect(["b.md", "d.md"].map { xattr("\(team.alice)/\($0)", "record") } == records,
-                "alice's Team holds \(Shell.run("find .", in: team.alice).stdout); her log:\n\(people.aliceMount.log().suffix(60000))")
-        #expect(await eventually { fileText("\(team.alice)/gone.md") == "gone\nbob keeps this\n" && fileText("\(team.alice)/Old/new.md") == "new\n" },
-                "alice's Team holds \(Shell.run("find .", in: team.alice).stdout); her log:\n\(Self.notices(people.aliceMount))")
+        #expect(
+            ["b.md", "d.md"].map { xattr("\(team.alice)/\($0)", "record") } == records,
+            "alice's Team holds \(Shell.run("find .", in: team.alice).stdout); her log:\n\(people.aliceMount.log().suffix(60000))")
+        #expect(
+            await eventually { fileText("\(team.alice)/gone.md") == "gone\nbob keeps this\n" && fileText("\(team.alice)/Old/new.md") == "new\n" },
+            "alice's Team holds \(Shell.run("find .", in: team.alice).stdout); her log:\n\(Self.notices(people.aliceMount))")
         #expect(!FileManager.default.fileExists(atPath: "\(team.alice)/Old/x.md"))
         #expect(await eventually { !FileManager.default.fileExists(atPath: "\(team.bob)/a.md") && fileText("\(team.bob)/b.md") == "a\nby alice\n" })
     }
@@ -226,11 +237,13 @@ struct OfflineTests {
 
     @Test func notesOverTheDaemonsSizeLimitGetEFBIG() async throws {
         let people = try await TwoMounts()
-        let answers = errnos(people.aliceMount.path("private"), [
-            ("big", "open('big.md', 'wb').write(b'x' * (17 << 20))"),
-            ("small", "open('small.md', 'w').write('s')"),
-            ("truncate", "os.truncate('small.md', 17 << 20)"),
-        ])
+        let answers = errnos(
+            people.aliceMount.path("private"),
+            [
+                ("big", "open('big.md', 'wb').write(b'x' * (17 << 20))"),
+                ("small", "open('small.md', 'w').write('s')"),
+                ("truncate", "os.truncate('small.md', 17 << 20)"),
+            ])
         #expect(answers == ["big": "EFBIG", "small": "ok", "truncate": "EFBIG"])
         #expect(fileText(people.aliceMount.path("private/small.md")) == "s")
     }
@@ -257,7 +270,8 @@ struct OfflineTests {
                 let note = notes[Int(random.next() % UInt64(notes.count))]
                 let line = "round \(round) by \(who) in \(note)"
                 // Either at the end or at the top: both kinds of overlap happen.
-                let command = random.next() % 2 == 0
+                let command =
+                    random.next() % 2 == 0
                     ? "printf '%s\\n' '\(line)' >> '\(note)'"
                     : "sed -i '1i \(line)' '\(note)'"
                 let result = Shell.run(command, in: folder)

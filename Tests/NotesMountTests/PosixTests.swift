@@ -14,20 +14,22 @@ struct PosixTests {
         let root = people.aliceMount.path("private/Work")
         #expect(Shell.run("printf one > a.md && printf two > b.md && mkdir -p Folder && mkdir Folder/Sub && printf x > Folder/Sub/x.md", in: root).status == 0)
         let long = String(repeating: "n", count: 256)
-        let answers = errnos(root, [
-            ("rename over", "os.replace('a.md', 'b.md')"),
-            ("rmdir non-empty", "os.rmdir('Folder')"),
-            ("create excl", "os.open('b.md', os.O_CREAT | os.O_EXCL | os.O_WRONLY)"),
-            ("long name", "open('\(long).md', 'w')"),
-            ("chmod", "os.chmod('b.md', 0o600)"),
-            ("chown", "os.chown('b.md', 1234, 1234)"),
-            ("symlink", "os.symlink('b.md', 'link.md')"),
-            ("hard link", "os.link('b.md', 'hard.md')"),
-            ("mknod fifo", "os.mkfifo('fifo')"),
-            ("move folder into itself", "os.rename('Folder', 'Folder/Sub/Inner')"),
-            ("truncate", "os.truncate('b.md', 2)"),
-            ("utime", "os.utime('b.md', (1000000000, 1000000000))"),
-        ])
+        let answers = errnos(
+            root,
+            [
+                ("rename over", "os.replace('a.md', 'b.md')"),
+                ("rmdir non-empty", "os.rmdir('Folder')"),
+                ("create excl", "os.open('b.md', os.O_CREAT | os.O_EXCL | os.O_WRONLY)"),
+                ("long name", "open('\(long).md', 'w')"),
+                ("chmod", "os.chmod('b.md', 0o600)"),
+                ("chown", "os.chown('b.md', 1234, 1234)"),
+                ("symlink", "os.symlink('b.md', 'link.md')"),
+                ("hard link", "os.link('b.md', 'hard.md')"),
+                ("mknod fifo", "os.mkfifo('fifo')"),
+                ("move folder into itself", "os.rename('Folder', 'Folder/Sub/Inner')"),
+                ("truncate", "os.truncate('b.md', 2)"),
+                ("utime", "os.utime('b.md', (1000000000, 1000000000))"),
+            ])
         #expect(answers["rename over"] == "ok")
         #expect(answers["rmdir non-empty"] == "ENOTEMPTY")
         #expect(answers["create excl"] == "EEXIST")
@@ -70,8 +72,12 @@ struct PosixTests {
         // on when the test says so: no timing involved.)
         let go = "/tmp/go-\(UUID().uuidString.prefix(8))"
         let ready = go + ".ready"
-        defer { try? FileManager.default.removeItem(atPath: go); try? FileManager.default.removeItem(atPath: ready) }
-        let script = "import os, time\nos.chdir('\(work)')\nopen('\(ready)', 'w').close()\nwhile not os.path.exists('\(go)'): time.sleep(0.01)\nprint(os.getcwd())\nopen('here.md', 'w').write('ok')\nprint(open('here.md').read())"
+        defer {
+            try? FileManager.default.removeItem(atPath: go)
+            try? FileManager.default.removeItem(atPath: ready)
+        }
+        let script =
+            "import os, time\nos.chdir('\(work)')\nopen('\(ready)', 'w').close()\nwhile not os.path.exists('\(go)'): time.sleep(0.01)\nprint(os.getcwd())\nopen('here.md', 'w').write('ok')\nprint(open('here.md').read())"
         let standing = Task { await Shell.runOnOwnThread("/usr/bin/python3 -c \"\(script)\"") }
         #expect(await eventually(20) { FileManager.default.fileExists(atPath: ready) })
 
@@ -96,15 +102,21 @@ struct PosixTests {
         // (it asks for its working directory once the test says so: no timing involved)
         let go = "/tmp/go-\(UUID().uuidString.prefix(8))"
         let ready = go + ".ready"
-        defer { try? FileManager.default.removeItem(atPath: go); try? FileManager.default.removeItem(atPath: ready) }
+        defer {
+            try? FileManager.default.removeItem(atPath: go)
+            try? FileManager.default.removeItem(atPath: ready)
+        }
         let script = "import os, time\nos.chdir('\(inside)')\nopen('\(ready)', 'w').close()\nwhile not os.path.exists('\(go)'): time.sleep(0.01)\nprint(os.getcwd())"
         let standing = Task { await Shell.runOnOwnThread("/usr/bin/python3 -c \"\(script)\"") }
         #expect(await eventually(20) { FileManager.default.fileExists(atPath: ready) })
 
         // When the folder is renamed from elsewhere, and the mount has shown it
-        _ = try await people.alice.modify(ModifyRequest(zone: work, saves: [
-            RecordSave(recordName: folder.recordName, recordType: .folder, name: "Renamed", changeTag: folder.changeTag),
-        ]))
+        _ = try await people.alice.modify(
+            ModifyRequest(
+                zone: work,
+                saves: [
+                    RecordSave(recordName: folder.recordName, recordType: .folder, name: "Renamed", changeTag: folder.changeTag)
+                ]))
         #expect(await eventually(20) { FileManager.default.fileExists(atPath: people.aliceMount.path("private/Work/Renamed")) })
         _ = FileManager.default.createFile(atPath: go, contents: nil)
 
@@ -135,10 +147,11 @@ struct PosixTests {
         try await people.daemon.restart()
         try people.aliceMount.start()
         #expect(fileText("\(root)/new.md") == "offline")
-        #expect(await eventually {
-            let records = (try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records) ?? []
-            return Set(records.map { "\($0.name)=\($0.body ?? "")" }) == ["kept.md=before and after", "new.md=offline"]
-        }, "queued writes never arrived; mount log:\n\(people.aliceMount.log())")
+        #expect(
+            await eventually {
+                let records = (try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records) ?? []
+                return Set(records.map { "\($0.name)=\($0.body ?? "")" }) == ["kept.md=before and after", "new.md=offline"]
+            }, "queued writes never arrived; mount log:\n\(people.aliceMount.log())")
     }
 
     @Test func stableInodesAcrossRemounts() async throws {
@@ -188,15 +201,16 @@ struct PjdfstestFindingsTests {
         try script.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let result = Shell.run("python3 \(path)", in: root)
-        #expect(result.stdout == """
-            nlink 4
-            truncate True
-            write True
-            utime True
-            parent on unlink True
-            parent on rmdir True
-            subsecond 1795421115100000000
+        #expect(
+            result.stdout == """
+                nlink 4
+                truncate True
+                write True
+                utime True
+                parent on unlink True
+                parent on rmdir True
+                subsecond 1795421115100000000
 
-            """, "\(result)")
+                """, "\(result)")
     }
 }

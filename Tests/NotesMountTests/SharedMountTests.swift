@@ -19,27 +19,31 @@ struct SharedMountTests {
         try await people.shareWithBob(zone: work, root: team.recordName, permission: .readOnly)
         let bob = try people.mountBob()
         let shared = bob.path("shared/alice")
-        #expect(await eventually { fileText("\(shared)/plan.md") == "alice's plan\n" && fileText("\(shared)/Team/notes.md") == "team notes\n" }, "bob's mount log:\n\(bob.log())\n\(Shell.run("ls -laR \(bob.mountpoint)"))")
+        #expect(
+            await eventually { fileText("\(shared)/plan.md") == "alice's plan\n" && fileText("\(shared)/Team/notes.md") == "team notes\n" },
+            "bob's mount log:\n\(bob.log())\n\(Shell.run("ls -laR \(bob.mountpoint)"))")
 
         // Then modes say read-only, and every write fails with EACCES, even for root
         #expect(Shell.run("stat -c '%a' plan.md Team Team/notes.md", in: shared).stdout == "444\n555\n444\n")
         #expect(xattr("\(shared)/plan.md", "permission") == "readOnly")
-        let answers = errnos(shared, [
-            ("open for write", "open('plan.md', 'w')"),
-            ("open for append", "open('plan.md', 'a')"),
-            ("open read-write", "os.open('plan.md', os.O_RDWR)"),
-            ("truncate", "os.truncate('plan.md', 0)"),
-            ("unlink", "os.unlink('plan.md')"),
-            ("rename", "os.rename('Team/notes.md', 'Team/moved.md')"),
-            ("create in folder", "open('Team/new.md', 'x')"),
-            ("mkdir in folder", "os.mkdir('Team/Sub')"),
-            ("rmdir folder", "os.rmdir('Team')"),
-            ("utime", "os.utime('plan.md', (1, 1))"),
-            ("setxattr", "os.setxattr('plan.md', 'user.test', b'x')"),
-            ("create beside shares", "open('new.md', 'x')"),
-            ("mkdir beside shares", "os.mkdir('Mine')"),
-            ("create in shared/", "open('../new.md', 'x')"),
-        ])
+        let answers = errnos(
+            shared,
+            [
+                ("open for write", "open('plan.md', 'w')"),
+                ("open for append", "open('plan.md', 'a')"),
+                ("open read-write", "os.open('plan.md', os.O_RDWR)"),
+                ("truncate", "os.truncate('plan.md', 0)"),
+                ("unlink", "os.unlink('plan.md')"),
+                ("rename", "os.rename('Team/notes.md', 'Team/moved.md')"),
+                ("create in folder", "open('Team/new.md', 'x')"),
+                ("mkdir in folder", "os.mkdir('Team/Sub')"),
+                ("rmdir folder", "os.rmdir('Team')"),
+                ("utime", "os.utime('plan.md', (1, 1))"),
+                ("setxattr", "os.setxattr('plan.md', 'user.test', b'x')"),
+                ("create beside shares", "open('new.md', 'x')"),
+                ("mkdir beside shares", "os.mkdir('Mine')"),
+                ("create in shared/", "open('../new.md', 'x')"),
+            ])
         for (operation, errno) in answers.sorted(by: { $0.key < $1.key }) {
             #expect(errno == "EACCES", "\(operation) gave \(errno)")
         }
@@ -93,11 +97,13 @@ struct SharedMountTests {
         #expect(xattr(people.aliceMount.path("private/Work/Project/idea.md"), "share") == share.id)
 
         // bob may not delete or move the share's root, nor write beside it
-        let answers = errnos(people.bobMount!.path("shared/alice"), [
-            ("rmdir root", "os.rmdir('Project')"),
-            ("rename root", "os.rename('Project', 'Renamed')"),
-            ("create beside", "open('beside.md', 'x')"),
-        ])
+        let answers = errnos(
+            people.bobMount!.path("shared/alice"),
+            [
+                ("rmdir root", "os.rmdir('Project')"),
+                ("rename root", "os.rename('Project', 'Renamed')"),
+                ("create beside", "open('beside.md', 'x')"),
+            ])
         #expect(answers == ["rmdir root": "EACCES", "rename root": "EACCES", "create beside": "EACCES"])
 
         // When alice removes bob, the share leaves his mount at once
@@ -118,10 +124,11 @@ struct SharedMountTests {
         #expect(Shell.run("mv plan.md Archive/old-plan.md && mv Archive/old-plan.md Archive/plan-2025.md", in: root).status == 0)
         // Then it is the same record, now in Archive, still in the zone's share
         #expect(xattr("\(root)/Archive/plan-2025.md", "record") == note.recordName)
-        #expect(await eventually {
-            let record = try? await people.alice.records([note.recordName], in: work).first
-            return record?.parent == archive.recordName && record?.name == "plan-2025.md" && record?.shareID == share.id
-        })
+        #expect(
+            await eventually {
+                let record = try? await people.alice.records([note.recordName], in: work).first
+                return record?.parent == archive.recordName && record?.name == "plan-2025.md" && record?.shareID == share.id
+            })
         #expect(try await people.alice.versions(of: note.recordName, in: work).allSatisfy { $0.body == "plan" })
     }
 
@@ -131,11 +138,13 @@ struct SharedMountTests {
         _ = try await people.saveNote(people.alice, zone: work, name: "a.md", body: "a")
         let root = people.aliceMount.path("private")
         #expect(await eventually { fileText("\(root)/Work/a.md") == "a" })
-        let answers = errnos(root, [
-            ("zone to default", "os.rename('Work/a.md', 'a.md')"),
-            ("rename zone", "os.rename('Work', 'Work2')"),
-            ("into shared", "os.rename('Work/a.md', '../shared/a.md')"),
-        ])
+        let answers = errnos(
+            root,
+            [
+                ("zone to default", "os.rename('Work/a.md', 'a.md')"),
+                ("rename zone", "os.rename('Work', 'Work2')"),
+                ("into shared", "os.rename('Work/a.md', '../shared/a.md')"),
+            ])
         #expect(answers["zone to default"] == "EXDEV")
         #expect(answers["rename zone"] == "EXDEV")
         #expect(answers["into shared"] == "EXDEV")

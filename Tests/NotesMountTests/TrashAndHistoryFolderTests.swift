@@ -12,9 +12,10 @@ struct TrashAndHistoryFolderTests {
         let root = people.aliceMount.path("private")
         for text in ["one\n", "one two\n", "one two three\n"] {
             #expect(Shell.run("printf '\(text)' > plan.md", in: root).status == 0)
-            #expect(await eventually {
-                ((try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records) ?? []).contains { $0.body == text }
-            })
+            #expect(
+                await eventually {
+                    ((try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records) ?? []).contains { $0.body == text }
+                })
         }
         // Hidden: not in the folder's listing, even with -a; there by name.
         #expect(!Shell.run("ls -a", in: root).stdout.contains(".history"))
@@ -27,18 +28,21 @@ struct TrashAndHistoryFolderTests {
         #expect(Shell.run("cat '.history/plan.md/\(versions[0])'", in: root).stdout == "one\n")
         #expect(Shell.run("cat '.history/plan.md/\(versions[2])'", in: root).stdout == "one two three\n")
         // Read-only, with the errors a script would see.
-        let refused = errnos(root, [
-            ("write", "open('.history/plan.md/\(versions[0])', 'w')"),
-            ("create", "open('.history/new.md', 'w')"),
-            ("remove", "os.remove('.history/plan.md/\(versions[0])')"),
-            ("mkdir", "os.mkdir('.history/x')"),
-        ])
+        let refused = errnos(
+            root,
+            [
+                ("write", "open('.history/plan.md/\(versions[0])', 'w')"),
+                ("create", "open('.history/new.md', 'w')"),
+                ("remove", "os.remove('.history/plan.md/\(versions[0])')"),
+                ("mkdir", "os.mkdir('.history/x')"),
+            ])
         #expect(refused == ["write": "EACCES", "create": "EACCES", "remove": "EACCES", "mkdir": "EACCES"], "\(refused)")
         // cp out of it: the old text becomes the note's newest version.
         #expect(Shell.run("cp '.history/plan.md/\(versions[0])' plan.md", in: root).status == 0)
-        #expect(await eventually {
-            ((try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records) ?? []).contains { $0.name == "plan.md" && $0.body == "one\n" }
-        })
+        #expect(
+            await eventually {
+                ((try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records) ?? []).contains { $0.name == "plan.md" && $0.body == "one\n" }
+            })
         #expect(await eventually { Shell.run("ls .history/plan.md", in: root).stdout.split(separator: "\n").count == 4 })
     }
 
@@ -47,10 +51,13 @@ struct TrashAndHistoryFolderTests {
         // A notebook (a folder of private/ is a zone), a folder in it, a note in that.
         let book = people.aliceMount.path("private/Book")
         let zone = ZoneID(owner: "alice", name: "Book")
-        #expect(Shell.run("mkdir Book && mkdir Book/Plans && printf 'keep me\\n' > Book/Plans/todo.md && printf 'x\\n' > Book/other.md", in: people.aliceMount.path("private")).status == 0)
-        #expect(await eventually {
-            ((try? await people.alice.zoneChanges(zone, since: nil).records) ?? []).contains { $0.name == "todo.md" && $0.body == "keep me\n" }
-        })
+        #expect(
+            Shell.run("mkdir Book && mkdir Book/Plans && printf 'keep me\\n' > Book/Plans/todo.md && printf 'x\\n' > Book/other.md", in: people.aliceMount.path("private")).status
+                == 0)
+        #expect(
+            await eventually {
+                ((try? await people.alice.zoneChanges(zone, since: nil).records) ?? []).contains { $0.name == "todo.md" && $0.body == "keep me\n" }
+            })
         let before = try #require(try await people.alice.zoneChanges(zone, since: nil).records.first { $0.name == "todo.md" })
         #expect(Shell.run("rm -r Plans", in: book).status == 0)
         #expect(await eventually { ((try? await people.alice.trash(in: zone)) ?? []).count == 2 })

@@ -20,7 +20,8 @@ struct TwoPersonTests {
     @Test func aliceSharesWithBobFromReadOnlyToGone() async throws {
         let people = try await TwoMounts(mountBob: true)
         let daemon = people.daemon
-        let alice = people.cli(people.aliceToken), bob = people.cli(people.bobToken)
+        let alice = people.cli(people.aliceToken)
+        let bob = people.cli(people.bobToken)
         let aliceWork = people.aliceMount.path("private/Work")
         let bobShared = people.bobMount!.path("shared/alice")
 
@@ -71,9 +72,12 @@ struct TwoPersonTests {
         #expect(alice("unshare '\(aliceWork)/plan.md' --with bob").status == 0)
         #expect(await eventually { !FileManager.default.fileExists(atPath: "\(bobShared)/plan.md") })
         let refused = await #expect(throws: NotesError.self) {
-            _ = try await people.bob.modify(ModifyRequest(zone: ZoneID(owner: "alice", name: "Work"), saves: [
-                RecordSave(recordName: record, recordType: .note, name: "plan.md", body: "sneaky"),
-            ]))
+            _ = try await people.bob.modify(
+                ModifyRequest(
+                    zone: ZoneID(owner: "alice", name: "Work"),
+                    saves: [
+                        RecordSave(recordName: record, recordType: .note, name: "plan.md", body: "sneaky")
+                    ]))
         }
         #expect(refused?.code == .permissionFailure)
         #expect(fileText("\(aliceWork)/plan.md") == "the plan\nby bob\n")
@@ -113,7 +117,8 @@ struct TwoPersonTests {
     @Test func badInputGetsAClearMessageAndNothingChanges() async throws {
         let people = try await TwoMounts(mountBob: true)
         let daemon = people.daemon
-        let alice = people.cli(people.aliceToken), bob = people.cli(people.bobToken)
+        let alice = people.cli(people.aliceToken)
+        let bob = people.cli(people.bobToken)
         let aliceNote = people.aliceMount.path("private/plan.md")
         #expect(Shell.run("printf 'x' > '\(aliceNote)'").status == 0)
         #expect(await eventually { xattr(aliceNote, "record") != nil })
@@ -167,14 +172,16 @@ extension TwoPersonTests {
         #expect(uploaded)
 
         // a password: without it or with a wrong one nobody gets in; with it, they do
-        let shared = Shell.run("printf 's3cret\\n' | '\(MountProcess.notesBinary)' share '\(note)' --public --password --json",
-                               environment: ["NOTES_TOKEN": people.aliceToken, "NOTES_SOCKET": daemon.socket])
+        let shared = Shell.run(
+            "printf 's3cret\\n' | '\(MountProcess.notesBinary)' share '\(note)' --public --password --json",
+            environment: ["NOTES_TOKEN": people.aliceToken, "NOTES_SOCKET": daemon.socket])
         #expect(shared.status == 0, "\(shared)")
         let url = (Self.json(shared) as? [String: Any])?["url"] as? String ?? ""
         #expect((Self.json(shared) as? [String: Any])?["passwordProtected"] as? Bool == true)
         let accept = { (token: String, input: String?) in
-            Shell.run((input.map { "printf '\($0)\\n' | " } ?? "") + "'\(MountProcess.notesBinary)' accept '\(url)'" + (input == nil ? "" : " --password"),
-                      environment: ["NOTES_TOKEN": token, "NOTES_SOCKET": daemon.socket])
+            Shell.run(
+                (input.map { "printf '\($0)\\n' | " } ?? "") + "'\(MountProcess.notesBinary)' accept '\(url)'" + (input == nil ? "" : " --password"),
+                environment: ["NOTES_TOKEN": token, "NOTES_SOCKET": daemon.socket])
         }
         let bob = accept(people.bobToken, nil)
         #expect(bob.status != 0 && bob.stderr.contains("needs a password"), "\(bob)")
@@ -196,8 +203,9 @@ extension TwoPersonTests {
         let newURL = (Self.json(rotated) as? [String: Any])?["url"] as? String ?? ""
         #expect(!newURL.isEmpty && newURL != url)
         #expect(accept(carolToken, "s3cret").stderr.contains("No share has this URL"))
-        let fresh = Shell.run("printf 's3cret\\n' | '\(MountProcess.notesBinary)' accept '\(newURL)' --password",
-                              environment: ["NOTES_TOKEN": carolToken, "NOTES_SOCKET": daemon.socket])
+        let fresh = Shell.run(
+            "printf 's3cret\\n' | '\(MountProcess.notesBinary)' accept '\(newURL)' --password",
+            environment: ["NOTES_TOKEN": carolToken, "NOTES_SOCKET": daemon.socket])
         #expect(fresh.status == 0, "\(fresh)")
         #expect(alice("share '\(note)' --duration").status != 0)
     }

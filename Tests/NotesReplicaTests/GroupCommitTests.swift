@@ -41,7 +41,8 @@ import Testing
         // runs go into the next one; which ones that is depends on timing, so the test
         // queues first and waits after.)
         let replica = try Replica(path: path, commitsInBackground: false)
-        let threads = 8, each = 40
+        let threads = 8
+        let each = 40
         let tickets = Mutex<[WriteTicket]>([])
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             let mine = (0..<each).map { index in
@@ -62,9 +63,12 @@ import Testing
         let replica = try Replica(path: path, commitsInBackground: false)
         let told = DispatchSemaphore(value: 0)
         _ = replica.saveLocalLater(row("before"), content: [], onFailure: { _ in })
-        let bad = replica.writeLater("fail on purpose", onFailure: { error in
-            if error.message.contains("fail on purpose") { told.signal() }
-        }) { _ in throw Refused() }
+        let bad = replica.writeLater(
+            "fail on purpose",
+            onFailure: { error in
+                if error.message.contains("fail on purpose") { told.signal() }
+            }
+        ) { _ in throw Refused() }
         let after = replica.saveLocalLater(row("after"), content: [], onFailure: nil)
         try replica.wait(for: after)
         #expect(told.wait(timeout: .now() + 60) == .success, "the failure reached onFailure")

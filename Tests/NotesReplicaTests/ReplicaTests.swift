@@ -24,8 +24,9 @@ import Testing
     }
 
     func server(_ name: String, body: String, tag: String, in zone: ZoneID? = nil) -> Record {
-        Record(recordName: name, zone: zone ?? self.zone, recordType: .note, name: "\(name).md", parent: nil, body: body, bytes: nil,
-               createdAt: Date(timeIntervalSince1970: 0), modifiedAt: Date(timeIntervalSince1970: 1), modifiedBy: "bob", changeTag: tag, shareID: nil)
+        Record(
+            recordName: name, zone: zone ?? self.zone, recordType: .note, name: "\(name).md", parent: nil, body: body, bytes: nil,
+            createdAt: Date(timeIntervalSince1970: 0), modifiedAt: Date(timeIntervalSince1970: 1), modifiedBy: "bob", changeTag: tag, shareID: nil)
     }
 
     func batch(limit: Int = 400, budget: Int = 1 << 30, holding: @escaping (RecordKey) -> Bool = { _ in false }) throws -> [PendingChange] {
@@ -104,7 +105,8 @@ import Testing
         let key = RecordKey(zone: zone, recordName: "a")
         _ = try replica.saveLocal(row("a"), content: Array("line 0\n".utf8))
         let sent = try #require(try batch().first)
-        let first = [UInt8](repeating: 1, count: 32), second = [UInt8](repeating: 2, count: 32)
+        let first = [UInt8](repeating: 1, count: 32)
+        let second = [UInt8](repeating: 2, count: 32)
         try replica.noteSending([(key, first)])
         // No answer (the mount stopped), an edit, and the next upload: both are known.
         _ = try replica.saveLocal(row("a"), content: Array("line 0\nline 1\n".utf8))
@@ -148,7 +150,8 @@ import Testing
         var renamed = row("F", type: .folder)
         renamed.name = "G"
         _ = try replica.saveLocal(renamed, content: nil)
-        let h2 = RecordKey(zone: fixture.zone, recordName: "h2"), folder = RecordKey(zone: fixture.zone, recordName: "F")
+        let h2 = RecordKey(zone: fixture.zone, recordName: "h2")
+        let folder = RecordKey(zone: fixture.zone, recordName: "F")
         func batch(skipping: Set<RecordKey> = [], limit: Int = 400) throws -> [String] {
             try replica.nextBatch(limit: limit, byteBudget: 1 << 30, skipping: skipping, holding: { key, _ in key == h2 }, cost: { content, _ in content?.count ?? 0 })
                 .map(\.record.recordName)
@@ -177,8 +180,9 @@ import Testing
         thirdName.name = "G3"
         _ = try replica.saveLocal(thirdName, content: nil)
         let h3 = RecordKey(zone: fixture.zone, recordName: "h3")
-        #expect(try replica.nextBatch(limit: 400, byteBudget: 1 << 30, skipping: [second], holding: { key, _ in key == h3 }, cost: { content, _ in content?.count ?? 0 })
-            .map(\.record.recordName) == ["h1", "K", "h2", "F"])
+        #expect(
+            try replica.nextBatch(limit: 400, byteBudget: 1 << 30, skipping: [second], holding: { key, _ in key == h3 }, cost: { content, _ in content?.count ?? 0 })
+                .map(\.record.recordName) == ["h1", "K", "h2", "F"])
     }
 
     /// A folder moved here into one that was first moved out of it: notesd must get the

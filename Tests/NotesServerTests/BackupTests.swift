@@ -17,9 +17,13 @@ import Testing
         let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
         var note = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "v1")])).saved[0]
         for version in 2...3 {
-            note = try await alice.modify(ModifyRequest(zone: zone, saves: [
-                RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "v\(version)", changeTag: note.changeTag),
-            ])).saved[0]
+            note = try await alice.modify(
+                ModifyRequest(
+                    zone: zone,
+                    saves: [
+                        RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "v\(version)", changeTag: note.changeTag)
+                    ])
+            ).saved[0]
         }
         let share = try await alice.createShare(NewShare(zone: zone, rootRecordName: "n", participants: [Invitee(name: "bob", permission: .readOnly)]))
         let before = try await alice.zoneChanges(zone, since: nil)
@@ -30,18 +34,18 @@ import Testing
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let notesd = "'\(DaemonProcess.binary)'"
-        let where_ = "--data-dir '\(daemon.dataDir)' --socket '\(daemon.socket)'"
-        let backup = Shell.run("\(notesd) backup \(where_) --to '\(folder)/notes.backup'")
+        let daemonPlace = "--data-dir '\(daemon.dataDir)' --socket '\(daemon.socket)'"
+        let backup = Shell.run("\(notesd) backup \(daemonPlace) --to '\(folder)/notes.backup'")
         #expect(backup.status == 0 && backup.stdout.contains("1 records, 2 versions, 1 shares"), "\(backup)")
-        #expect(Shell.run("\(notesd) backup \(where_) --to '\(folder)/notes.backup'").status != 0, "a backup overwrote a file")
+        #expect(Shell.run("\(notesd) backup \(daemonPlace) --to '\(folder)/notes.backup'").status != 0, "a backup overwrote a file")
         _ = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "later", recordType: .note, name: "later.md", body: "x")]))
 
         // Then it cannot be restored under a running notesd…
-        let refused = Shell.run("\(notesd) restore \(where_) --from '\(folder)/notes.backup'")
+        let refused = Shell.run("\(notesd) restore \(daemonPlace) --from '\(folder)/notes.backup'")
         #expect(refused.status != 0 && refused.stderr.contains("stop it first"), "\(refused)")
         // … and once notesd is stopped, it brings back exactly that moment
         try await daemon.stop()
-        let restored = Shell.run("\(notesd) restore \(where_) --from '\(folder)/notes.backup'")
+        let restored = Shell.run("\(notesd) restore \(daemonPlace) --from '\(folder)/notes.backup'")
         #expect(restored.status == 0 && restored.stdout.contains("kept as"), "\(restored)")
         try await daemon.restart()
         let after = try await alice.zoneChanges(zone, since: nil)
@@ -55,7 +59,7 @@ import Testing
         // A file that is not a backup is refused, and changes nothing.
         try await daemon.stop()
         try "not a database".write(toFile: "\(folder)/junk", atomically: true, encoding: .utf8)
-        #expect(Shell.run("\(notesd) restore \(where_) --from '\(folder)/junk'").status != 0)
+        #expect(Shell.run("\(notesd) restore \(daemonPlace) --from '\(folder)/junk'").status != 0)
         try await daemon.restart()
         #expect(try await alice.zoneChanges(zone, since: nil).records == before.records)
     }

@@ -9,7 +9,8 @@ import Testing
 /// note does not run (the page keeps its title).
 @Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "needs Debian's chromium (scripts/setup-debian.sh installs it)"))
 struct BrowserTests {
-    static let hostile = "# Plan\n\nSee [api](api.md).\n\n<script>document.title = 'owned'</script>\n\n<img src=x onerror=\"document.title = 'owned'\">\n\n[click](javascript:document.title='owned')\n"
+    static let hostile =
+        "# Plan\n\nSee [api](api.md).\n\n<script>document.title = 'owned'</script>\n\n<img src=x onerror=\"document.title = 'owned'\">\n\n[click](javascript:document.title='owned')\n"
 
     /// Chromium's DOM after load, and a screenshot's path.
     static func load(_ url: String, folder: String) -> (dom: String, screenshot: String) {
@@ -57,96 +58,99 @@ struct BrowserTests {
     /// `start`, types `password` into the page's password field and presses Enter, then
     /// follows every link under the share once. Prints a JSON report.
     static let driver = #"""
-import json, os, select, shutil, subprocess, sys, tempfile, time
-start, password = sys.argv[1], sys.argv[2]
-deadline = time.monotonic() + 200
-profile = tempfile.mkdtemp(prefix="chromium-")
-to_chromium, from_chromium = os.pipe(), os.pipe()
-def plumbing():
-    # (dup first: a pipe end that already is fd 3 or 4 would keep its close-on-exec flag)
-    ours = os.dup(to_chromium[0]), os.dup(from_chromium[1])
-    os.dup2(ours[0], 3); os.dup2(ours[1], 4)
-proc = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-                         "--user-data-dir=" + profile, "about:blank"], preexec_fn=plumbing, close_fds=False,
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-os.close(to_chromium[0]); os.close(from_chromium[1])
-buffer, counter, session, statuses = b"", 0, None, {}
-def read_message():
-    global buffer
-    while b"\0" not in buffer:
-        left = deadline - time.monotonic()
-        if left <= 0: raise SystemExit("chromium did not answer in time")
-        ready, _, _ = select.select([from_chromium[0]], [], [], left)
-        if not ready: continue
-        chunk = os.read(from_chromium[0], 1 << 20)
-        if not chunk: raise SystemExit("chromium closed the pipe")
-        buffer += chunk
-    message, buffer = buffer.split(b"\0", 1)
-    message = json.loads(message)
-    if message.get("method") == "Network.responseReceived" and message["params"]["type"] == "Document":
-        statuses[message["params"]["response"]["url"]] = message["params"]["response"]["status"]
-    return message
-def send(method, params=None, wait=True):
-    global counter
-    counter += 1
-    message = {"id": counter, "method": method, "params": params or {}}
-    if session: message["sessionId"] = session
-    os.write(to_chromium[1], json.dumps(message).encode() + b"\0")
-    while wait:
-        reply = read_message()
-        if reply.get("id") == counter:
-            if "error" in reply: raise SystemExit(f"{method}: {reply['error']}")
-            return reply.get("result", {})
-def wait_for(event):
-    while read_message().get("method") != event: pass
-def evaluate(expression):
-    return send("Runtime.evaluate", {"expression": expression, "returnByValue": True})["result"].get("value")
-def visit(url):
-    send("Page.navigate", {"url": url})
-    wait_for("Page.loadEventFired")
-try:
-    target = send("Target.createTarget", {"url": "about:blank"})["targetId"]
-    session = send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-    for domain in ("Page", "Network", "Runtime"): send(domain + ".enable")
-    report = {}
-    visit(start)
-    report["asked"] = evaluate("document.querySelector('input[type=password]') !== null")
-    # Type the password as a person does: focus the field, type, press Enter.
-    field = send("DOM.querySelector", {"nodeId": send("DOM.getDocument")["root"]["nodeId"], "selector": "input[type=password]"})["nodeId"]
-    send("DOM.focus", {"nodeId": field})
-    send("Input.insertText", {"text": password})
-    for kind in ("keyDown", "keyUp"):
-        send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "text": "\r" if kind == "keyDown" else ""})
-    wait_for("Page.loadEventFired")
-    report["after"] = {"url": evaluate("location.href"), "title": evaluate("document.title"), "text": evaluate("document.body.innerText")}
-    # Follow every link under the share, once each.
-    prefix = start.split("/s/")[0] + "/s/" + start.split("/s/")[1].split("/")[0]
-    queue, seen, pages = [report["after"]["url"]], set(), []
-    while queue:
-        url = queue.pop().split("#")[0]
-        if url in seen: continue
-        seen.add(url)
-        visit(url)
-        links = evaluate("Array.from(document.links).map(a => a.href)") or []
-        pages.append({"url": url, "status": statuses.get(url), "title": evaluate("document.title"),
-                      "asked": evaluate("document.querySelector('input[type=password]') !== null")})
-        queue += [link for link in links if link.startswith(prefix)]
-    report["pages"] = pages
-    print(json.dumps(report))
-finally:
-    proc.kill(); proc.wait()
-    shutil.rmtree(profile, ignore_errors=True)
-"""#
+        import json, os, select, shutil, subprocess, sys, tempfile, time
+        start, password = sys.argv[1], sys.argv[2]
+        deadline = time.monotonic() + 200
+        profile = tempfile.mkdtemp(prefix="chromium-")
+        to_chromium, from_chromium = os.pipe(), os.pipe()
+        def plumbing():
+            # (dup first: a pipe end that already is fd 3 or 4 would keep its close-on-exec flag)
+            ours = os.dup(to_chromium[0]), os.dup(from_chromium[1])
+            os.dup2(ours[0], 3); os.dup2(ours[1], 4)
+        proc = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+                                 "--user-data-dir=" + profile, "about:blank"], preexec_fn=plumbing, close_fds=False,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_chromium[0]); os.close(from_chromium[1])
+        buffer, counter, session, statuses = b"", 0, None, {}
+        def read_message():
+            global buffer
+            while b"\0" not in buffer:
+                left = deadline - time.monotonic()
+                if left <= 0: raise SystemExit("chromium did not answer in time")
+                ready, _, _ = select.select([from_chromium[0]], [], [], left)
+                if not ready: continue
+                chunk = os.read(from_chromium[0], 1 << 20)
+                if not chunk: raise SystemExit("chromium closed the pipe")
+                buffer += chunk
+            message, buffer = buffer.split(b"\0", 1)
+            message = json.loads(message)
+            if message.get("method") == "Network.responseReceived" and message["params"]["type"] == "Document":
+                statuses[message["params"]["response"]["url"]] = message["params"]["response"]["status"]
+            return message
+        def send(method, params=None, wait=True):
+            global counter
+            counter += 1
+            message = {"id": counter, "method": method, "params": params or {}}
+            if session: message["sessionId"] = session
+            os.write(to_chromium[1], json.dumps(message).encode() + b"\0")
+            while wait:
+                reply = read_message()
+                if reply.get("id") == counter:
+                    if "error" in reply: raise SystemExit(f"{method}: {reply['error']}")
+                    return reply.get("result", {})
+        def wait_for(event):
+            while read_message().get("method") != event: pass
+        def evaluate(expression):
+            return send("Runtime.evaluate", {"expression": expression, "returnByValue": True})["result"].get("value")
+        def visit(url):
+            send("Page.navigate", {"url": url})
+            wait_for("Page.loadEventFired")
+        try:
+            target = send("Target.createTarget", {"url": "about:blank"})["targetId"]
+            session = send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            for domain in ("Page", "Network", "Runtime"): send(domain + ".enable")
+            report = {}
+            visit(start)
+            report["asked"] = evaluate("document.querySelector('input[type=password]') !== null")
+            # Type the password as a person does: focus the field, type, press Enter.
+            field = send("DOM.querySelector", {"nodeId": send("DOM.getDocument")["root"]["nodeId"], "selector": "input[type=password]"})["nodeId"]
+            send("DOM.focus", {"nodeId": field})
+            send("Input.insertText", {"text": password})
+            for kind in ("keyDown", "keyUp"):
+                send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "text": "\r" if kind == "keyDown" else ""})
+            wait_for("Page.loadEventFired")
+            report["after"] = {"url": evaluate("location.href"), "title": evaluate("document.title"), "text": evaluate("document.body.innerText")}
+            # Follow every link under the share, once each.
+            prefix = start.split("/s/")[0] + "/s/" + start.split("/s/")[1].split("/")[0]
+            queue, seen, pages = [report["after"]["url"]], set(), []
+            while queue:
+                url = queue.pop().split("#")[0]
+                if url in seen: continue
+                seen.add(url)
+                visit(url)
+                links = evaluate("Array.from(document.links).map(a => a.href)") or []
+                pages.append({"url": url, "status": statuses.get(url), "title": evaluate("document.title"),
+                              "asked": evaluate("document.querySelector('input[type=password]') !== null")})
+                queue += [link for link in links if link.startswith(prefix)]
+            report["pages"] = pages
+            print(json.dumps(report))
+        finally:
+            proc.kill(); proc.wait()
+            shutil.rmtree(profile, ignore_errors=True)
+        """#
 
     /// A zone "Web" whose folder Docs holds the hostile plan.md, api.md (`api`) and
     /// `more`, shared by a public read-only link.
     static func sharedDocs(_ client: NotesClient, api: String, more: [RecordSave] = []) async throws -> Share {
         let zone = try await client.createZone(named: "Web").id
-        _ = try await client.modify(ModifyRequest(zone: zone, saves: [
-            RecordSave(recordName: "docs", recordType: .folder, name: "Docs"),
-            RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "docs", body: hostile),
-            RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "docs", body: api),
-        ] + more))
+        _ = try await client.modify(
+            ModifyRequest(
+                zone: zone,
+                saves: [
+                    RecordSave(recordName: "docs", recordType: .folder, name: "Docs"),
+                    RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "docs", body: hostile),
+                    RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "docs", body: api),
+                ] + more))
         return try await client.createShare(NewShare(zone: zone, rootRecordName: "docs", publicPermission: .readOnly))
     }
 
@@ -159,10 +163,12 @@ finally:
         // Given a folder with a hostile note, shared by a public link with a password, over TCP
         let daemon = try await DaemonProcess.started(tcp: true)
         let client = daemon.client()
-        let share = try await Self.sharedDocs(client, api: "# API\n\n[Back to the plan](plan.md)\n", more: [
-            RecordSave(recordName: "old", recordType: .folder, name: "Old (2025)", parent: "docs"),
-            RecordSave(recordName: "notes", recordType: .note, name: "My notes #1.md", parent: "old", body: "# Old notes\n\n[api](../api.md)\n"),
-        ])
+        let share = try await Self.sharedDocs(
+            client, api: "# API\n\n[Back to the plan](plan.md)\n",
+            more: [
+                RecordSave(recordName: "old", recordType: .folder, name: "Old (2025)", parent: "docs"),
+                RecordSave(recordName: "notes", recordType: .note, name: "My notes #1.md", parent: "old", body: "# Old notes\n\n[api](../api.md)\n"),
+            ])
         _ = try await client.updateShare(id: share.id, ShareUpdate(publicPassword: "correct horse"))
 
         // When a person opens the link, types the password and presses Enter, then follows every link

@@ -21,7 +21,9 @@ import Testing
         process.executableURL = URL(fileURLWithPath: binary(name))
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe(), stdin = Pipe()
+        let out = Pipe()
+        let err = Pipe()
+        let stdin = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = stdin
@@ -78,7 +80,9 @@ import Testing
         let port = DaemonProcess.freePort()
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = ["-c", """
+        server.arguments = [
+            "-c",
+            """
             import http.server
             class H(http.server.BaseHTTPRequestHandler):
                 def do_GET(self):
@@ -91,10 +95,14 @@ import Testing
                     self.wfile.write(body)
                 def log_message(self, *args): pass
             http.server.HTTPServer(("127.0.0.1", \(port)), H).serve_forever()
-            """]
+            """,
+        ]
         try server.run()
         // SIGKILL: the test process blocks SIGTERM in its threads, and a child inherits that mask.
-        defer { kill(server.processIdentifier, SIGKILL); _ = ChildExit.wait(for: server) }
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            _ = ChildExit.wait(for: server)
+        }
         var result = try Self.run("notes", ["whoami", "--server", "http://127.0.0.1:\(port)", "--token", "t"])
         let deadline = Date().addingTimeInterval(60)
         while result.stderr.contains("Cannot reach") && Date() < deadline {
@@ -152,7 +160,8 @@ import Testing
             let created = try Self.run("notes", ["account", "create", name, "--json"], environment: env)
             tokens[name] = try NotesJSON.decoder().decode(API.TokenIssued.self, from: Data(created.stdout.utf8)).token
         }
-        let bob = daemon.client(token: tokens["bob"]!), carol = daemon.client(token: tokens["carol"]!)
+        let bob = daemon.client(token: tokens["bob"]!)
+        let carol = daemon.client(token: tokens["carol"]!)
         let zone = try await bob.createZone(named: "Plans").id
         _ = try await bob.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "bob's plan")]))
         let share = try await bob.createShare(NewShare(zone: zone, rootRecordName: "plan", participants: [Invitee(name: "carol", permission: .readOnly)]))
@@ -189,7 +198,8 @@ import Testing
             process.executableURL = URL(fileURLWithPath: CommandLineTests.binary(name))
             process.arguments = arguments
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            let outPipe = Pipe(), errPipe = Pipe()
+            let outPipe = Pipe()
+            let errPipe = Pipe()
             process.standardOutput = outPipe
             process.standardError = errPipe
             outPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
@@ -211,7 +221,8 @@ import Testing
 
         /// Waits (60 s at most) until `condition` holds of what was printed.
         func wait(_ what: String, _ condition: (Running) -> Bool) async throws {
-            let clock = ContinuousClock(), deadline = clock.now + .seconds(60)
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(60)
             while !condition(self) {
                 guard clock.now < deadline else { throw NotesError(.internalError, "waited 60 s for \(what); stdout: \(stdout) stderr: \(stderr)") }
                 try await Task.sleep(for: .milliseconds(20))

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import NotesClient
@@ -38,7 +38,8 @@ import Testing
         let issued = try await daemon.client().createAccount(name: "alice", email: nil)
         var overTCP = daemon.tcpClient(token: issued.token).events().makeAsyncIterator()
         var onSocket = daemon.client(token: issued.token).events().makeAsyncIterator()
-        let first = try await overTCP.next(), second = try await onSocket.next()
+        let first = try await overTCP.next()
+        let second = try await onSocket.next()
         #expect(first == .ready && second == .ready)
         let status = try await daemon.stop()
         #expect(status == 0)
@@ -63,7 +64,7 @@ import Testing
     static func accountName(_ client: NotesClient) async throws -> String? {
         do {
             return try await client.whoami().name
-        } catch where error.code == .notAuthenticated {
+        } catch  where error.code == .notAuthenticated {
             return nil
         }
     }
@@ -91,7 +92,10 @@ import Testing
         #expect(accepted || ranOut, "a fresh token was refused")
         // (Expiry itself is tested on the store's clock; here, that notesd applies it.)
         let refused = await Self.eventually(20) {
-            do { _ = try await daemon.client(token: shortLived.token).whoami(); return false } catch let error as NotesError { return error.code == .notAuthenticated } catch { return false }
+            do {
+                _ = try await daemon.client(token: shortLived.token).whoami()
+                return false
+            } catch let error as NotesError { return error.code == .notAuthenticated } catch { return false }
         }
         #expect(refused)
     }
@@ -174,10 +178,12 @@ import Testing
         _ = try await alice.updateShare(id: share.id, ShareUpdate(publicPassword: "s3cret"))
         let bobsToken = try await daemon.client().issueToken(for: "bob").token
         let accept = { (password: String, from: String) -> String in
-            Shell.run("""
+            Shell.run(
+                """
                 curl -s -i -X POST -H 'Authorization: Bearer \(bobsToken)' -H 'X-Forwarded-For: 10.9.9.9, \(from)' \
                   -H 'Content-Type: application/json' -d '{"url":"\(share.urlToken)","password":"\(password)"}' http://127.0.0.1:\(port)/v1/accept
-                """).stdout
+                """
+            ).stdout
         }
         for attempt in 1...Limits.passwordFailuresPerClient {
             #expect(accept("wrong \(attempt)", "198.51.100.7").hasPrefix("HTTP/1.1 403"))
@@ -374,7 +380,8 @@ import Testing
         // 401 saves, and a body over 16 MiB.
         let tooMany = ModifyRequest(zone: zone, saves: (0...400).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "") })
         await Self.expectFailure(.limitExceeded) { _ = try await client.modify(tooMany) }
-        let huge = ModifyRequest(zone: zone, saves: [RecordSave(recordName: "big", recordType: .note, name: "big.md", body: String(repeating: "a", count: Limits.maxBodyBytes + 1))])
+        let huge = ModifyRequest(
+            zone: zone, saves: [RecordSave(recordName: "big", recordType: .note, name: "big.md", body: String(repeating: "a", count: Limits.maxBodyBytes + 1))])
         let hugeAnswer = try await client.raw("POST", "/v1/records/modify", body: Array(try NotesJSON.encoder().encode(huge)))
         #expect(hugeAnswer.status == 413)
         let overRequest = try await client.raw("POST", "/v1/records/modify", body: [UInt8](repeating: 0x20, count: Limits.maxRequestBytes + 10))
@@ -477,9 +484,11 @@ import Testing
 
         // A 400-record batch cut by kill -9 leaves all of it or none of it.
         for round in 0..<3 {
-            let batch = ModifyRequest(zone: zone, saves: (0..<400).map {
-                RecordSave(recordName: "b\(round)-\($0)", recordType: .note, name: "b\(round)-\($0).md", body: String(repeating: "x", count: 2_000))
-            })
+            let batch = ModifyRequest(
+                zone: zone,
+                saves: (0..<400).map {
+                    RecordSave(recordName: "b\(round)-\($0)", recordType: .note, name: "b\(round)-\($0).md", body: String(repeating: "x", count: 2_000))
+                })
             let upload = Task { try? await client.modify(batch) }
             try await Task.sleep(for: .milliseconds(Int.random(in: 5...60)))
             try await daemon.stop(signal: SIGKILL)
@@ -529,15 +538,19 @@ import Testing
         let daemon = try await DaemonProcess.started()
         let client = daemon.client()
         let zone = try await client.createZone(named: "Site").id
-        _ = try await client.modify(ModifyRequest(zone: zone, saves: [
-            RecordSave(recordName: "docs", recordType: .folder, name: "Docs"),
-            RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "docs",
-                       body: "# Plan\n\nSee [api](Specs/api.md#section).\n\n<script>document.title = 'owned'</script>\n"),
-            RecordSave(recordName: "specs", recordType: .folder, name: "Specs", parent: "docs"),
-            RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "specs", body: "# API\n\n## Section\n\n[back](../plan.md)\n"),
-            RecordSave(recordName: "pic", recordType: .file, name: "pic.png", parent: "specs", bytes: Data([0x89, 0x50, 0x4e, 0x47])),
-            RecordSave(recordName: "secret", recordType: .note, name: "secret.md", body: "secret"),
-        ]))
+        _ = try await client.modify(
+            ModifyRequest(
+                zone: zone,
+                saves: [
+                    RecordSave(recordName: "docs", recordType: .folder, name: "Docs"),
+                    RecordSave(
+                        recordName: "plan", recordType: .note, name: "plan.md", parent: "docs",
+                        body: "# Plan\n\nSee [api](Specs/api.md#section).\n\n<script>document.title = 'owned'</script>\n"),
+                    RecordSave(recordName: "specs", recordType: .folder, name: "Specs", parent: "docs"),
+                    RecordSave(recordName: "api", recordType: .note, name: "api.md", parent: "specs", body: "# API\n\n## Section\n\n[back](../plan.md)\n"),
+                    RecordSave(recordName: "pic", recordType: .file, name: "pic.png", parent: "specs", bytes: Data([0x89, 0x50, 0x4e, 0x47])),
+                    RecordSave(recordName: "secret", recordType: .note, name: "secret.md", body: "secret"),
+                ]))
         let open = try await client.createShare(NewShare(zone: zone, rootRecordName: "docs", publicPermission: .readOnly))
         let closed = try await client.createShare(NewShare(zone: zone, rootRecordName: "secret", participants: []))
         let get = { (path: String) in
@@ -573,16 +586,23 @@ import Testing
     /// Fetches `start` and every page it links to under `/s/`, once each; the paths that
     /// did not answer 200.
     static func crawl(_ daemon: DaemonProcess, from start: String, cookie: String? = nil) -> (visited: Int, broken: [String]) {
-        var queue = [start], seen: Set<String> = [start], broken: [String] = []
+        var queue = [start]
+        var seen: Set<String> = [start]
+        var broken: [String] = []
         while let path = queue.popLast() {
             let answer = Shell.run("curl -s -i \(cookie.map { "-b '\($0)'" } ?? "") --unix-socket '\(daemon.socket)' 'http://localhost\(path)'").stdout
-            guard answer.hasPrefix("HTTP/1.1 200") else { broken.append("\(path): \(answer.prefix(40))"); continue }
+            guard answer.hasPrefix("HTTP/1.1 200") else {
+                broken.append("\(path): \(answer.prefix(40))")
+                continue
+            }
             guard answer.contains("Content-Type: text/html") else { continue }
             let base = URL(string: "http://localhost\(path)")!
             // (as a browser reads an attribute: its entities unescaped)
             let hrefs = answer.components(separatedBy: "href=\"").dropFirst().compactMap { $0.split(separator: "\"").first.map(String.init) }
-                .map { $0.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#39;", with: "'").replacingOccurrences(of: "&lt;", with: "<")
-                    .replacingOccurrences(of: "&gt;", with: ">").replacingOccurrences(of: "&amp;", with: "&") }
+                .map {
+                    $0.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#39;", with: "'").replacingOccurrences(of: "&lt;", with: "<")
+                        .replacingOccurrences(of: "&gt;", with: ">").replacingOccurrences(of: "&amp;", with: "&")
+                }
             for href in hrefs {
                 guard let url = URL(string: href, relativeTo: base)?.absoluteURL, url.host == "localhost" else { continue }
                 let target = url.path(percentEncoded: true)
@@ -601,8 +621,10 @@ import Testing
         var saves = [RecordSave(recordName: "team", recordType: .folder, name: "Team notes")]
         saves.append(RecordSave(recordName: "sub", recordType: .folder, name: "Sub folder (old)", parent: "team"))
         for (index, name) in names.enumerated() {
-            saves.append(RecordSave(recordName: "n\(index)", recordType: .note, name: name, parent: index % 2 == 0 ? "team" : "sub",
-                                    body: "# Title \(index)\n\nSee [the plan](\(index % 2 == 0 ? "" : "../")My%20plan.md).\n"))
+            saves.append(
+                RecordSave(
+                    recordName: "n\(index)", recordType: .note, name: name, parent: index % 2 == 0 ? "team" : "sub",
+                    body: "# Title \(index)\n\nSee [the plan](\(index % 2 == 0 ? "" : "../")My%20plan.md).\n"))
         }
         saves.append(RecordSave(recordName: "pic", recordType: .file, name: "a picture #1.png", parent: "team", bytes: Data([0x89, 0x50])))
         saves.append(RecordSave(recordName: "solo", recordType: .note, name: "Solo note (draft).md", body: "# Solo\n"))
@@ -625,7 +647,8 @@ import Testing
 
     /// The link's view count, once it reaches `count` (or after 60 s of waiting, what it is then).
     static func waitForViews(_ client: NotesClient, share: String, toReach count: Int) async throws -> Int {
-        let clock = ContinuousClock(), deadline = clock.now + .seconds(60)
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
         while true {
             let views = try await client.share(id: share).publicViews ?? -1
             if views >= count || clock.now > deadline { return views }
@@ -638,12 +661,15 @@ import Testing
         let daemon = try await DaemonProcess.started()
         let client = daemon.client()
         let zone = try await client.createZone(named: "Site").id
-        _ = try await client.modify(ModifyRequest(zone: zone, saves: [
-            RecordSave(recordName: "team", recordType: .folder, name: "Secret plans"),
-            RecordSave(recordName: "plan", recordType: .note, name: "My plan.md", parent: "team", body: "# The plan\n\nSee [more](Sub/more.md).\n"),
-            RecordSave(recordName: "sub", recordType: .folder, name: "Sub", parent: "team"),
-            RecordSave(recordName: "more", recordType: .note, name: "more.md", parent: "sub", body: "# More\n\n[back](../My%20plan.md)\n"),
-        ]))
+        _ = try await client.modify(
+            ModifyRequest(
+                zone: zone,
+                saves: [
+                    RecordSave(recordName: "team", recordType: .folder, name: "Secret plans"),
+                    RecordSave(recordName: "plan", recordType: .note, name: "My plan.md", parent: "team", body: "# The plan\n\nSee [more](Sub/more.md).\n"),
+                    RecordSave(recordName: "sub", recordType: .folder, name: "Sub", parent: "team"),
+                    RecordSave(recordName: "more", recordType: .note, name: "more.md", parent: "sub", body: "# More\n\n[back](../My%20plan.md)\n"),
+                ]))
         let share = try await client.createShare(NewShare(zone: zone, rootRecordName: "team", publicPermission: .readOnly))
         _ = try await client.updateShare(id: share.id, ShareUpdate(publicPassword: "open sesame"))
         let base = "/s/\(share.urlToken)"

@@ -23,10 +23,12 @@ import Testing
     @Test func readsTheTrashAsWrittenByHandAndByFoundation() throws {
         let date = Date(timeIntervalSince1970: 1_795_000_000.123)
         let trash = API.Trash(trash: [
-            TrashedRecord(recordName: "a", recordType: .note, name: "quote \" é 日本 \n.md", parent: "p", size: 12, shareID: "sh_1",
-                          deletedBy: "alice", deletedAt: date, changeTag: "3f"),
-            TrashedRecord(recordName: "b", recordType: .folder, name: "Plans", parent: nil, size: 0, shareID: nil,
-                          deletedBy: "bob", deletedAt: date, changeTag: "40"),
+            TrashedRecord(
+                recordName: "a", recordType: .note, name: "quote \" é 日本 \n.md", parent: "p", size: 12, shareID: "sh_1",
+                deletedBy: "alice", deletedAt: date, changeTag: "3f"),
+            TrashedRecord(
+                recordName: "b", recordType: .folder, name: "Plans", parent: nil, size: 0, shareID: nil,
+                deletedBy: "bob", deletedAt: date, changeTag: "40"),
         ])
         let written = RecordJSONWriter.encode(trash)
         #expect(try NotesJSON.decoder().decode(API.Trash.self, from: Data(written)).trash == trash.trash)
@@ -37,7 +39,13 @@ import Testing
     }
 
     @Test func readsModifyResults() throws {
-        let result = ModifyResult(saved: Self.page.records.map { var record = $0; record.body = nil; record.bytes = nil; return record }, deleted: ["x", "é\""])
+        let result = ModifyResult(
+            saved: Self.page.records.map {
+                var record = $0
+                record.body = nil
+                record.bytes = nil
+                return record
+            }, deleted: ["x", "é\""])
         let written = RecordJSONWriter.encode(result)
         #expect(try NotesJSON.decoder().decode(ModifyResult.self, from: Data(written)) == result)
         #expect(RecordJSONReader.readModifyResult(written) == result)

@@ -4,9 +4,10 @@ import Testing
 
 @Suite struct RecordJSONWriterTests {
     static func record(_ name: String, body: String?, bytes: Data? = nil, parent: String? = nil, share: String? = nil) -> Record {
-        Record(recordName: name, zone: ZoneID(owner: "alice", name: "Wörk \"q\""), recordType: bytes == nil ? .note : .file, name: "\(name).md",
-               parent: parent, body: body, bytes: bytes, createdAt: Date(timeIntervalSince1970: 1_795_000_000.5),
-               modifiedAt: Date(timeIntervalSince1970: 1_795_000_100.25), modifiedBy: "bob", changeTag: "2s", shareID: share)
+        Record(
+            recordName: name, zone: ZoneID(owner: "alice", name: "Wörk \"q\""), recordType: bytes == nil ? .note : .file, name: "\(name).md",
+            parent: parent, body: body, bytes: bytes, createdAt: Date(timeIntervalSince1970: 1_795_000_000.5),
+            modifiedAt: Date(timeIntervalSince1970: 1_795_000_100.25), modifiedBy: "bob", changeTag: "2s", shareID: share)
     }
 
     @Test func matchesTheCodableEncoding() throws {

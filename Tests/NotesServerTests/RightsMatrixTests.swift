@@ -69,10 +69,13 @@ import Testing
             Operation(id: "publicSitePath", objects: [.none], request: { w, _ in ("GET", "/s/\(w.share.urlToken)/shared.html", nil) }, expected: { _, _ in Expected(status: 404) }),
             // ... and so is the form that takes a link's password.
             Operation(id: "unlockPublicPage", objects: [.none], request: { w, _ in ("POST", "/s/\(w.share.urlToken)", "password=x") }, expected: { _, _ in Expected(status: 404) }),
-            Operation(id: "unlockPublicSitePath", objects: [.none], request: { w, _ in ("POST", "/s/\(w.share.urlToken)/shared.html", "password=x") }, expected: { _, _ in Expected(status: 404) }),
+            Operation(
+                id: "unlockPublicSitePath", objects: [.none], request: { w, _ in ("POST", "/s/\(w.share.urlToken)/shared.html", "password=x") },
+                expected: { _, _ in Expected(status: 404) }),
             Operation(id: "whoami", objects: [.none], request: { _, _ in ("GET", "/v1/whoami", nil) }, expected: any(200)),
             Operation(id: "listAccounts", objects: [.none], request: { _, _ in ("GET", "/v1/accounts", nil) }, expected: admin()),
-            Operation(id: "createAccount", objects: [.none], request: { _, _ in ("POST", "/v1/accounts", #"{"name":"x\#(UInt32.random(in: 0...UInt32.max))"}"#) }, expected: admin()),
+            Operation(
+                id: "createAccount", objects: [.none], request: { _, _ in ("POST", "/v1/accounts", #"{"name":"x\#(UInt32.random(in: 0...UInt32.max))"}"#) }, expected: admin()),
             Operation(id: "updateAccount", objects: [.none], request: { _, _ in ("PATCH", "/v1/accounts/frank", #"{"disabled":true}"#) }, expected: admin()),
             Operation(id: "deleteAccount", objects: [.none], request: { _, _ in ("DELETE", "/v1/accounts/frank", nil) }, expected: admin()),
             Operation(id: "listAccountTokens", objects: [.none], request: { _, _ in ("GET", "/v1/accounts/alice/tokens", nil) }, expected: admin()),
@@ -81,92 +84,129 @@ import Testing
             Operation(id: "listTokens", objects: [.none], request: { _, _ in ("GET", "/v1/tokens", nil) }, expected: any(200)),
             Operation(id: "createToken", objects: [.none], request: { _, _ in ("POST", "/v1/tokens", #"{"label":"matrix"}"#) }, expected: any(201)),
             // Alice's token: hers to revoke; anyone else's is "no such token".
-            Operation(id: "revokeToken", objects: [.none], request: { w, _ in ("DELETE", "/v1/tokens/\(w.aliceToken)", nil) }, expected: { caller, _ in
-                Expected(status: [.anonymous, .expired].contains(caller) ? 401 : caller == .owner ? 200 : 404)
-            }),
+            Operation(
+                id: "revokeToken", objects: [.none], request: { w, _ in ("DELETE", "/v1/tokens/\(w.aliceToken)", nil) },
+                expected: { caller, _ in
+                    Expected(status: [.anonymous, .expired].contains(caller) ? 401 : caller == .owner ? 200 : 404)
+                }),
             Operation(id: "listZones", objects: [.none], request: { _, _ in ("GET", "/v1/zones?scope=shared", nil) }, expected: any(200)),
             Operation(id: "createZone", objects: [.none], request: { _, _ in ("POST", "/v1/zones", #"{"name":"z\#(UInt32.random(in: 0...UInt32.max))"}"#) }, expected: any(201)),
-            Operation(id: "deleteZone", objects: [.none], request: { w, _ in ("POST", "/v1/zones/delete", json(API.ZoneRef(zone: w.zone))) }, expected: { caller, _ in
-                Expected(status: [.anonymous, .expired].contains(caller) ? 401 : caller == .owner ? 200 : 403)
-            }),
-            Operation(id: "modifyRecords", objects: [.shared, .outside], request: { w, object in
-                ("POST", "/v1/records/modify", json(ModifyRequest(zone: w.zone, saves: [
-                    RecordSave(recordName: record(object), recordType: .note, name: "\(record(object)).md", body: "changed by the caller", changeTag: w.tags[object]),
-                ])))
-            }, expected: { caller, object in
-                switch caller {
-                case .anonymous, .expired: Expected(status: 401)
-                case .owner: Expected(status: 200)
-                case .readWrite: Expected(status: object == .shared ? 200 : 403)
-                default: Expected(status: 403)
-                }
-            }),
-            Operation(id: "lookupRecords", objects: [.shared, .outside], request: { w, object in
-                ("POST", "/v1/records/lookup", json(API.Lookup(zone: w.zone, recordNames: [record(object)])))
-            }, expected: readRule),
-            Operation(id: "zoneChanges", objects: [.shared, .outside], request: { w, _ in
-                ("POST", "/v1/records/changes", json(API.ZoneChangesQuery(zone: w.zone)))
-            }, expected: readRule),
-            Operation(id: "recordVersions", objects: [.shared, .outside], request: { w, object in
-                ("POST", "/v1/records/versions", json(API.VersionsQuery(zone: w.zone, recordName: record(object))))
-            }, expected: { caller, object in
-                let rule = readRule(caller, object)
-                // A record outside the share is, for a participant, a record that does not exist.
-                return rule.status == 200 && !rule.reveals ? Expected(status: 404) : rule
-            }),
+            Operation(
+                id: "deleteZone", objects: [.none], request: { w, _ in ("POST", "/v1/zones/delete", json(API.ZoneRef(zone: w.zone))) },
+                expected: { caller, _ in
+                    Expected(status: [.anonymous, .expired].contains(caller) ? 401 : caller == .owner ? 200 : 403)
+                }),
+            Operation(
+                id: "modifyRecords", objects: [.shared, .outside],
+                request: { w, object in
+                    (
+                        "POST", "/v1/records/modify",
+                        json(
+                            ModifyRequest(
+                                zone: w.zone,
+                                saves: [
+                                    RecordSave(
+                                        recordName: record(object), recordType: .note, name: "\(record(object)).md", body: "changed by the caller", changeTag: w.tags[object])
+                                ]))
+                    )
+                },
+                expected: { caller, object in
+                    switch caller {
+                    case .anonymous, .expired: Expected(status: 401)
+                    case .owner: Expected(status: 200)
+                    case .readWrite: Expected(status: object == .shared ? 200 : 403)
+                    default: Expected(status: 403)
+                    }
+                }),
+            Operation(
+                id: "lookupRecords", objects: [.shared, .outside],
+                request: { w, object in
+                    ("POST", "/v1/records/lookup", json(API.Lookup(zone: w.zone, recordNames: [record(object)])))
+                }, expected: readRule),
+            Operation(
+                id: "zoneChanges", objects: [.shared, .outside],
+                request: { w, _ in
+                    ("POST", "/v1/records/changes", json(API.ZoneChangesQuery(zone: w.zone)))
+                }, expected: readRule),
+            Operation(
+                id: "recordVersions", objects: [.shared, .outside],
+                request: { w, object in
+                    ("POST", "/v1/records/versions", json(API.VersionsQuery(zone: w.zone, recordName: record(object))))
+                },
+                expected: { caller, object in
+                    let rule = readRule(caller, object)
+                    // A record outside the share is, for a participant, a record that does not exist.
+                    return rule.status == 200 && !rule.reveals ? Expected(status: 404) : rule
+                }),
             // The trash: read like the zone (it holds no text to reveal); restoring a record
             // that is not in it is "not in the trash" for whoever may read the zone.
-            Operation(id: "zoneTrash", objects: [.none], request: { w, _ in ("POST", "/v1/records/trash", json(API.ZoneRef(zone: w.zone))) }, expected: { caller, object in
-                Expected(status: readRule(caller, object).status)
-            }),
-            Operation(id: "restoreFromTrash", objects: [.none], request: { w, _ in
-                ("POST", "/v1/records/restore", json(API.Restore(zone: w.zone, recordName: "outside")))
-            }, expected: { caller, object in
-                let rule = readRule(caller, object)
-                return rule.status == 200 ? Expected(status: 404) : rule
-            }),
+            Operation(
+                id: "zoneTrash", objects: [.none], request: { w, _ in ("POST", "/v1/records/trash", json(API.ZoneRef(zone: w.zone))) },
+                expected: { caller, object in
+                    Expected(status: readRule(caller, object).status)
+                }),
+            Operation(
+                id: "restoreFromTrash", objects: [.none],
+                request: { w, _ in
+                    ("POST", "/v1/records/restore", json(API.Restore(zone: w.zone, recordName: "outside")))
+                },
+                expected: { caller, object in
+                    let rule = readRule(caller, object)
+                    return rule.status == 200 ? Expected(status: 404) : rule
+                }),
             Operation(id: "databaseChanges", objects: [.none], request: { _, _ in ("POST", "/v1/changes", #"{"scope":"shared"}"#) }, expected: any(200)),
             Operation(id: "listShares", objects: [.none], request: { _, _ in ("GET", "/v1/shares", nil) }, expected: any(200)),
-            Operation(id: "createShare", objects: [.shared, .outside], request: { w, object in
-                ("POST", "/v1/shares", json(NewShare(zone: w.zone, rootRecordName: record(object))))
-            }, expected: { caller, object in
-                switch caller {
-                case .anonymous, .expired: Expected(status: 401)
-                case .owner: Expected(status: object == .shared ? 409 : 201)
-                default: Expected(status: 403)
-                }
-            }),
-            Operation(id: "getShare", objects: [.none], request: { w, _ in ("GET", "/v1/shares/\(w.share.id)", nil) }, expected: { caller, _ in
-                switch caller {
-                case .anonymous, .expired: Expected(status: 401)
-                case .owner, .readWrite, .readOnly, .pending: Expected(status: 200)
-                default: Expected(status: 404)
-                }
-            }),
+            Operation(
+                id: "createShare", objects: [.shared, .outside],
+                request: { w, object in
+                    ("POST", "/v1/shares", json(NewShare(zone: w.zone, rootRecordName: record(object))))
+                },
+                expected: { caller, object in
+                    switch caller {
+                    case .anonymous, .expired: Expected(status: 401)
+                    case .owner: Expected(status: object == .shared ? 409 : 201)
+                    default: Expected(status: 403)
+                    }
+                }),
+            Operation(
+                id: "getShare", objects: [.none], request: { w, _ in ("GET", "/v1/shares/\(w.share.id)", nil) },
+                expected: { caller, _ in
+                    switch caller {
+                    case .anonymous, .expired: Expected(status: 401)
+                    case .owner, .readWrite, .readOnly, .pending: Expected(status: 200)
+                    default: Expected(status: 404)
+                    }
+                }),
             Operation(id: "updateShare", objects: [.none], request: { w, _ in ("PATCH", "/v1/shares/\(w.share.id)", #"{"title":"Renamed"}"#) }, expected: ownerOnly),
             Operation(id: "stopShare", objects: [.none], request: { w, _ in ("DELETE", "/v1/shares/\(w.share.id)", nil) }, expected: ownerOnly),
-            Operation(id: "addParticipants", objects: [.none], request: { w, _ in
-                ("POST", "/v1/shares/\(w.share.id)/participants", #"{"participants":[{"name":"frank","permission":"readWrite"}]}"#)
-            }, expected: ownerOnly),
+            Operation(
+                id: "addParticipants", objects: [.none],
+                request: { w, _ in
+                    ("POST", "/v1/shares/\(w.share.id)/participants", #"{"participants":[{"name":"frank","permission":"readWrite"}]}"#)
+                }, expected: ownerOnly),
             Operation(id: "removeParticipant", objects: [.none], request: { w, _ in ("DELETE", "/v1/shares/\(w.share.id)/participants/carol", nil) }, expected: ownerOnly),
-            Operation(id: "leaveShare", objects: [.none], request: { w, _ in ("POST", "/v1/shares/\(w.share.id)/leave", nil) }, expected: { caller, _ in
-                switch caller {
-                case .anonymous, .expired: Expected(status: 401)
-                case .owner: Expected(status: 403)
-                case .readWrite, .readOnly, .pending: Expected(status: 200)
-                default: Expected(status: 404)
-                }
-            }),
+            Operation(
+                id: "leaveShare", objects: [.none], request: { w, _ in ("POST", "/v1/shares/\(w.share.id)/leave", nil) },
+                expected: { caller, _ in
+                    switch caller {
+                    case .anonymous, .expired: Expected(status: 401)
+                    case .owner: Expected(status: 403)
+                    case .readWrite, .readOnly, .pending: Expected(status: 200)
+                    default: Expected(status: 404)
+                    }
+                }),
             Operation(id: "invitations", objects: [.none], request: { _, _ in ("GET", "/v1/invitations", nil) }, expected: any(200)),
-            Operation(id: "acceptShare", objects: [.none], request: { w, _ in ("POST", "/v1/accept", json(API.Accept(url: w.share.urlToken))) }, expected: { caller, _ in
-                switch caller {
-                case .anonymous, .expired: Expected(status: 401)
-                case .owner: Expected(status: 400)
-                case .pending: Expected(status: 200)
-                case .readWrite, .readOnly: Expected(status: 409)
-                default: Expected(status: 403)
-                }
-            }),
+            Operation(
+                id: "acceptShare", objects: [.none], request: { w, _ in ("POST", "/v1/accept", json(API.Accept(url: w.share.urlToken))) },
+                expected: { caller, _ in
+                    switch caller {
+                    case .anonymous, .expired: Expected(status: 401)
+                    case .owner: Expected(status: 400)
+                    case .pending: Expected(status: 200)
+                    case .readWrite, .readOnly: Expected(status: 409)
+                    default: Expected(status: 403)
+                    }
+                }),
             Operation(id: "events", objects: [.none], request: { _, _ in ("GET", "/v1/events", nil) }, expected: any(200)),
         ]
     }()
@@ -193,13 +233,17 @@ import Testing
 
     @Test func everyOperationByEveryCallerOnEveryObject() async throws {
         // Every operation of the document has a row.
-        let document = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../docs/openapi.yaml").standardized.path, encoding: .utf8)
-        let documented = Set(document.split(separator: "\n").compactMap { line -> String? in
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            return trimmed.hasPrefix("operationId: ") ? String(trimmed.dropFirst("operationId: ".count)) : nil
-        })
-        #expect(documented == Set(Self.operations.map(\.id)), "rows missing for \(documented.subtracting(Self.operations.map(\.id)).sorted()); rows for no route: \(Set(Self.operations.map(\.id)).subtracting(documented).sorted())")
+        let document = try String(
+            contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../docs/openapi.yaml").standardized.path, encoding: .utf8)
+        let documented = Set(
+            document.split(separator: "\n").compactMap { line -> String? in
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                return trimmed.hasPrefix("operationId: ") ? String(trimmed.dropFirst("operationId: ".count)) : nil
+            })
+        #expect(
+            documented == Set(Self.operations.map(\.id)),
+            "rows missing for \(documented.subtracting(Self.operations.map(\.id)).sorted()); rows for no route: \(Set(Self.operations.map(\.id)).subtracting(documented).sorted())")
 
         // Each cell comes from an address of its own (behind a trusted proxy), so that the
         // expired token's refusals never add up to the bad-token limit.
@@ -246,14 +290,20 @@ import Testing
     static func world(_ daemon: DaemonProcess, tokens: [Caller: String], index: Int) async throws -> World {
         let alice = daemon.tcpClient(token: tokens[.owner])
         let zone = try await alice.createZone(named: "w\(index)").id
-        _ = try await alice.modify(ModifyRequest(zone: zone, saves: [
-            RecordSave(recordName: "shared", recordType: .note, name: "shared.md", body: "shared text"),
-            RecordSave(recordName: "outside", recordType: .note, name: "outside.md", body: "outside text"),
-        ]))
-        var share = try await alice.createShare(NewShare(zone: zone, rootRecordName: "shared", participants: [
-            Invitee(name: "bob", permission: .readWrite), Invitee(name: "carol", permission: .readOnly),
-            Invitee(name: "dave", permission: .readOnly), Invitee(name: "erin", permission: .readOnly),
-        ]))
+        _ = try await alice.modify(
+            ModifyRequest(
+                zone: zone,
+                saves: [
+                    RecordSave(recordName: "shared", recordType: .note, name: "shared.md", body: "shared text"),
+                    RecordSave(recordName: "outside", recordType: .note, name: "outside.md", body: "outside text"),
+                ]))
+        var share = try await alice.createShare(
+            NewShare(
+                zone: zone, rootRecordName: "shared",
+                participants: [
+                    Invitee(name: "bob", permission: .readWrite), Invitee(name: "carol", permission: .readOnly),
+                    Invitee(name: "dave", permission: .readOnly), Invitee(name: "erin", permission: .readOnly),
+                ]))
         for caller in [Caller.readWrite, .readOnly, .removed] {
             _ = try await daemon.tcpClient(token: tokens[caller]).accept(url: share.urlToken)
         }

@@ -19,7 +19,8 @@ import Testing
         static func make() throws -> Certificates {
             let folder = NSTemporaryDirectory() + "notes-tls-\(UUID().uuidString.prefix(8))"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let made = Shell.run("""
+            let made = Shell.run(
+                """
                 set -e
                 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj '/CN=notes test CA' -keyout ca.key -out ca.pem
                 openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj '/CN=localhost' -keyout server.key -out server.csr
@@ -65,12 +66,18 @@ import Testing
         // Without the CA the handshake fails, and the message names the option.
         let untrusting = NotesClient(endpoint: .http("https://localhost:\(port)"), token: token, timeoutSeconds: 30)
         let refused = await Self.whoami(untrusting)
-        guard case .failure(let untrusted) = refused else { Issue.record("a client without the CA was let through"); return }
+        guard case .failure(let untrusted) = refused else {
+            Issue.record("a client without the CA was let through")
+            return
+        }
         #expect(untrusted.code == .serviceUnavailable && untrusted.message.contains("--ca-file") && untrusted.message.contains("not signed by a CA"), "\(untrusted.message)")
 
         // Plain HTTP to the TLS port: told to use https://.
         let plain = await Self.whoami(NotesClient(endpoint: .http("http://127.0.0.1:\(port)"), token: token, timeoutSeconds: 30))
-        guard case .failure(let inClear) = plain else { Issue.record("plain HTTP was answered on the TLS port"); return }
+        guard case .failure(let inClear) = plain else {
+            Issue.record("plain HTTP was answered on the TLS port")
+            return
+        }
         #expect(inClear.message.contains("https://"), "\(inClear.message)")
 
         // The real CLI: --ca-file, and NOTES_CA_FILE.

@@ -22,9 +22,10 @@ import Testing
     }
 
     func record(_ name: String, _ type: RecordType = .folder, parent: String?, seq: Int) -> Record {
-        Record(recordName: name, zone: zone, recordType: type, name: type == .folder ? name : "\(name).md", parent: parent,
-               body: type == .note ? name : nil, bytes: nil, createdAt: Date(timeIntervalSince1970: 0),
-               modifiedAt: Date(timeIntervalSince1970: Double(seq)), modifiedBy: "alice", changeTag: "\(seq)", shareID: nil)
+        Record(
+            recordName: name, zone: zone, recordType: type, name: type == .folder ? name : "\(name).md", parent: parent,
+            body: type == .note ? name : nil, bytes: nil, createdAt: Date(timeIntervalSince1970: 0),
+            modifiedAt: Date(timeIntervalSince1970: Double(seq)), modifiedBy: "alice", changeTag: "\(seq)", shareID: nil)
     }
 
     func page(_ records: [Record], token: String) throws {
@@ -32,7 +33,7 @@ import Testing
     }
 
     func names(_ path: [String]) throws -> [String] {
-        var inode = try tree.lookup(parent: 2, name: zone.name).inode   // 2: private/
+        var inode = try tree.lookup(parent: 2, name: zone.name).inode  // 2: private/
         for name in path { inode = try tree.lookup(parent: inode, name: name).inode }
         return try tree.list(inode).map(\.name).filter { $0 != "." && $0 != ".." }.sorted()
     }
@@ -158,7 +159,12 @@ import Testing
         private let first = Mutex(true)
         /// The first invalidation waits for `proceed`; the rest pass.
         func invalidateContent(of inode: Inode) {
-            guard first.withLock({ first in defer { first = false }; return first }) else { return }
+            guard
+                first.withLock({ first in
+                    defer { first = false }
+                    return first
+                })
+            else { return }
             entered.signal()
             proceed.wait()
         }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency import Glibc
+    @preconcurrency import Glibc
 #endif
 import Foundation
 import Logging
@@ -165,7 +165,7 @@ final class SimulatedMount {
     /// The whole content of a file, or nil.
     func read(_ path: [String]) -> [UInt8]? {
         guard let inode = inode(path), let attributes = try? tree.attributes(of: inode), !attributes.isDirectory,
-              let handle = try? tree.open(inode, mode: OpenMode(flags: O_RDONLY))
+            let handle = try? tree.open(inode, mode: OpenMode(flags: O_RDONLY))
         else { return nil }
         defer { tree.release(inode, handle: handle) }
         return try? tree.read(inode, handle: handle, offset: 0, size: Int(attributes.size) + 1)

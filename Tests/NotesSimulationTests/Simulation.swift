@@ -44,7 +44,11 @@ final class Simulation {
     var models: [String: PosixModel] = [:]
     /// The model's file behind each file a mount holds open.
     var heldFiles: [String: [HeldFile]] = [:]
-    enum HeldFile { case outside, file(Int), unknown }
+    enum HeldFile {
+        case outside
+        case file(Int)
+        case unknown
+    }
 
     /// The model of a mount started again from what it shows (after a kill, or an
     /// operation that failed part-way). Its files get new numbers; what handles held
@@ -62,13 +66,19 @@ final class Simulation {
         store = try SQLiteStore(path: "\(folder)/notes.sqlite")
         for name in ["alice", "bob", "carol"] { _ = try await store.createAccount(name: name, email: nil, isAdmin: false) }
         _ = try await store.createZone(team, actor: "alice")
-        _ = try await store.modify(ModifyRequest(zone: team, saves: [
-            RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "the plan\n"),
-            RecordSave(recordName: "d", recordType: .folder, name: "d"),
-        ]), actor: "alice")
-        let share = try await store.createShare(NewShare(zone: team, rootRecordName: nil, participants: [
-            Invitee(name: "bob", permission: .readWrite), Invitee(name: "carol", permission: .readOnly),
-        ]), actor: "alice")
+        _ = try await store.modify(
+            ModifyRequest(
+                zone: team,
+                saves: [
+                    RecordSave(recordName: "plan", recordType: .note, name: "plan.md", body: "the plan\n"),
+                    RecordSave(recordName: "d", recordType: .folder, name: "d"),
+                ]), actor: "alice")
+        let share = try await store.createShare(
+            NewShare(
+                zone: team, rootRecordName: nil,
+                participants: [
+                    Invitee(name: "bob", permission: .readWrite), Invitee(name: "carol", permission: .readOnly),
+                ]), actor: "alice")
         for name in ["bob", "carol"] {
             _ = try await store.acceptShare(urlToken: share.urlToken, actor: name)
             _ = try await store.createZone(ZoneID(owner: name, name: "Work"), actor: name)
@@ -263,7 +273,9 @@ final class Simulation {
         }
         log.append("\(mount.label): \(description)\(outcome.map { " → errno \($0)" } ?? "")")
         if ProcessInfo.processInfo.environment["NOTES_SIM_MODEL"] != nil, let model = models[mount.label] {
-            log.append("    model: \(model.shown.sorted { $0.key < $1.key }.map { "\($0.key)=\(String(decoding: $0.value, as: UTF8.self).split(separator: "\n"))" }) held \(heldFiles[mount.label] ?? [])")
+            log.append(
+                "    model: \(model.shown.sorted { $0.key < $1.key }.map { "\($0.key)=\(String(decoding: $0.value, as: UTF8.self).split(separator: "\n"))" }) held \(heldFiles[mount.label] ?? [])"
+            )
         }
     }
 
@@ -351,7 +363,9 @@ final class Simulation {
                     let rows = ((try? mount.replica.load().records) ?? []).map { "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-") dirty \($0.dirty)" }
                     broken.append("  replica: \(rows)")
                     broken.append("  replica zones: \(((try? mount.replica.zones()) ?? []).map { "\($0.id) \($0.pending.map { "\($0)" } ?? "-")" })")
-                    let serverTeam = ((try? await store.zoneChanges(team, since: nil, limit: 2000, actor: mount.account).records) ?? []).map { "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-")" }
+                    let serverTeam = ((try? await store.zoneChanges(team, since: nil, limit: 2000, actor: mount.account).records) ?? []).map {
+                        "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-")"
+                    }
                     broken.append("  server Team: \(serverTeam)")
                     broken.append("  server zones: \(((try? await store.zones(scope: .private, actor: mount.account)) ?? []).map(\.id))")
                 }
@@ -377,7 +391,9 @@ final class Simulation {
                 if shown != expected {
                     let extra = shown.keys.filter { expected[$0] != shown[$0] }.sorted()
                     let missing = expected.keys.filter { shown[$0] == nil }.sorted()
-                    broken.append("\(mount.label) private/: differs from what POSIX says it must hold; only or different in the mount: \(extra) (\(extra.map { String(decoding: shown[$0]!, as: UTF8.self) })), missing: \(missing); POSIX says: \(expected.sorted { $0.key < $1.key }.map { "\($0.key): \(String(decoding: $0.value, as: UTF8.self))" })")
+                    broken.append(
+                        "\(mount.label) private/: differs from what POSIX says it must hold; only or different in the mount: \(extra) (\(extra.map { String(decoding: shown[$0]!, as: UTF8.self) })), missing: \(missing); POSIX says: \(expected.sorted { $0.key < $1.key }.map { "\($0.key): \(String(decoding: $0.value, as: UTF8.self))" })"
+                    )
                 }
             }
             let stuck = mount.engine.stuck.withLock { $0 }
@@ -460,7 +476,8 @@ final class Simulation {
             }
             if !broken.isEmpty {
                 failures.append(seed)
-                Issue.record("""
+                Issue.record(
+                    """
                     seed \(seed) broke \(broken.count) invariant(s) (replay: SWIFT_DETERMINISTIC_HASHING=1 NOTES_SIM_SEED=\(seed) swift test --filter manyMountsConverge):
                     \(broken.joined(separator: "\n"))
                     steps:

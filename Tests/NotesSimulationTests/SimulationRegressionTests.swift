@@ -10,7 +10,7 @@ import Testing
         // Given two notes bob uploaded
         let world = try await Simulation(seed: 0)
         let bob = world.mounts[2]
-        world.models = [:]   // (steps taken by hand here: the POSIX model does not follow them)
+        world.models = [:]  // (steps taken by hand here: the POSIX model does not follow them)
         let work = ["private", "Work"]
         #expect(bob.write(work, "x.md", Array("x\n".utf8)) == nil)
         #expect(bob.write(work, "y.md", Array("y\n".utf8)) == nil)
@@ -30,7 +30,9 @@ import Testing
     @Test func whatAFolderHeldShowsAgainWhenTheFolderComesBack() async throws {
         // Given alice writing into Team/d offline on one machine while she deletes d on the other
         let world = try await Simulation(seed: 0)
-        let alice = world.mounts[0], other = world.mounts[1], bob = world.mounts[2]
+        let alice = world.mounts[0]
+        let other = world.mounts[1]
+        let bob = world.mounts[2]
         alice.service.online = false
         #expect(alice.write(["private", "Team", "d"], "a.md", Array("alice\n".utf8)) == nil)
         #expect(other.removeTree(["private", "Team", "d"]) == nil)
@@ -67,7 +69,8 @@ import Testing
     @Test func aRefetchAskedForSurvivesAKilledMount() async throws {
         // Given a folder alice deletes on one machine while bob adds to it
         let world = try await Simulation(seed: 0)
-        let alice = world.mounts[1], bob = world.mounts[2]
+        let alice = world.mounts[1]
+        let bob = world.mounts[2]
         #expect(bob.write(["shared", "alice", "Team", "d"], "bob.md", Array("bob\n".utf8)) == nil)
         #expect(alice.removeTree(["private", "Team", "d"]) == nil)
         await bob.engine.uploadPending()
@@ -85,7 +88,8 @@ import Testing
     @Test func aNoteRecreatedWhereItWasShownGoesUpThereWithItsIdentity() async throws {
         // Given a note in Team/d and its folder deleted here while someone edits the note
         let world = try await Simulation(seed: 0)
-        let alice = world.mounts[0], other = world.mounts[1]
+        let alice = world.mounts[0]
+        let other = world.mounts[1]
         #expect(other.write(["private", "Team", "d"], "b.md", Array("one\n".utf8)) == nil)
         await other.engine.uploadPending()
         await alice.engine.fetchAll()
@@ -107,7 +111,9 @@ import Testing
     @Test func namesShownAsTwoTakeTheirOwnOnceFreeEvenInAChain() async throws {
         // Given folders made apart under names others hold
         let world = try await Simulation(seed: 0)
-        let alice = world.mounts[0], other = world.mounts[1], bob = world.mounts[2]
+        let alice = world.mounts[0]
+        let other = world.mounts[1]
+        let bob = world.mounts[2]
         for mount in [alice, other] { mount.service.online = false }
         #expect(alice.mkdir(["private", "Team", "e"]) == nil)
         #expect(other.mkdir(["private", "Team", "e"]) == nil)
@@ -127,7 +133,8 @@ import Testing
     /// for ever (nothing of that zone went up after it).
     @Test func aNoteMovedAsideThatComesBackFromElsewhereIsNotDeletedLater() async throws {
         let world = try await Simulation(seed: 0)
-        let here = world.mounts[0], there = world.mounts[1]
+        let here = world.mounts[0]
+        let there = world.mounts[1]
         let team = ["private", "Team"]
         #expect(here.write(team, "a.md", Array("one\n".utf8)) == nil)
         await here.engine.uploadPending()
@@ -152,7 +159,8 @@ import Testing
     /// when the wait ended and one mount never showed the other's note again.
     @Test func aNameAnEditorMovedANoteAwayFromIsNotTakenByANoteShownAsTwo() async throws {
         let world = try await Simulation(seed: 0)
-        let here = world.mounts[0], there = world.mounts[1]
+        let here = world.mounts[0]
+        let there = world.mounts[1]
         let team = ["private", "Team"]
         // Given n.md made here offline and another n.md made elsewhere
         here.service.online = false

@@ -56,14 +56,18 @@ import Testing
         let url = try cluster.createDatabase()
         let (first, firstRun) = try Self.database(url)
         let (second, secondRun) = try Self.database(url)
-        defer { firstRun.cancel(); secondRun.cancel() }
+        defer {
+            firstRun.cancel()
+            secondRun.cancel()
+        }
         async let a = first.migrate()
         async let b = second.migrate()
         let applied = try await a + b
         #expect(applied.sorted() == Array(1...PostgresMigrations.latest), "migrations applied: \(applied)")
         #expect(try await first.migrate().isEmpty)
         #expect(try await second.schemaVersion() == PostgresMigrations.latest)
-        let tables = try cluster.psql("SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'", database: PostgresCluster.databaseName(of: url))
+        let tables = try cluster.psql(
+            "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'", database: PostgresCluster.databaseName(of: url))
         for table in ["accounts", "counters", "participants", "records", "schema_migrations", "shares", "tokens", "trash", "usage", "versions", "zones"] {
             #expect(tables.split(separator: ",").contains(Substring(table)), "no table \(table) in \(tables)")
         }

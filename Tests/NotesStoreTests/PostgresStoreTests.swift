@@ -11,12 +11,15 @@ import Testing
     /// exactly one wins and the other is told the record changed, as with one writer.
     @Test func ofTwoConcurrentSavesWithTheSameTagExactlyOneWins() async throws {
         let url = try PostgresCluster.shared().createDatabase()
-        let first = try PostgresPool(url: url), second = try PostgresPool(url: url)
+        let first = try PostgresPool(url: url)
+        let second = try PostgresPool(url: url)
         try await first.database.migrate()
-        let a = PostgresStore(database: first.database), b = PostgresStore(database: second.database)
+        let a = PostgresStore(database: first.database)
+        let b = PostgresStore(database: second.database)
         _ = try await a.createAccount(name: "alice", email: nil, isAdmin: false)
         let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
-        var record = try #require(try await a.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "0")]), actor: "alice").saved.first)
+        var record = try #require(
+            try await a.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "n", recordType: .note, name: "n.md", body: "0")]), actor: "alice").saved.first)
         for round in 1...20 {
             let tag = record.changeTag
             func save(_ store: PostgresStore, _ body: String) async -> Result<Record, NotesError> {

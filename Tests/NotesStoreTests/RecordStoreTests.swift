@@ -86,7 +86,8 @@ import Testing
     func batchIsAtomic(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         try await f.note("taken", "taken.md")
-        let saves = (0..<5).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "x") }
+        let saves =
+            (0..<5).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "x") }
             + [RecordSave(recordName: "dup", recordType: .note, name: "taken.md", body: "clash")]
         do {
             _ = try await f.save(saves)
@@ -176,13 +177,18 @@ import Testing
         let f = try await Fixture(backend)
         try await f.folder("work", "Work")
         try await f.folder("sub", "Sub \"quoted\"", parent: "work")
-        try await f.save((0..<9).map { RecordSave(recordName: "n\($0)", recordType: .note, name: "\($0) é.md", parent: $0 % 2 == 0 ? "sub" : nil,
-                                                  body: "line \($0)\n\t\"quote\" \\ back \u{1} 日本 🎉 " + String(repeating: "x", count: $0 * 7)) })
+        try await f.save(
+            (0..<9).map {
+                RecordSave(
+                    recordName: "n\($0)", recordType: .note, name: "\($0) é.md", parent: $0 % 2 == 0 ? "sub" : nil,
+                    body: "line \($0)\n\t\"quote\" \\ back \u{1} 日本 🎉 " + String(repeating: "x", count: $0 * 7))
+            })
         try await f.save([RecordSave(recordName: "pic", recordType: .file, name: "pic.png", bytes: Data([0, 1, 2, 250, 255]))])
         try await f.note("empty", "empty.md", body: "")
         _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "n1"), RecordDelete(recordName: "n3")]), actor: Fixture.alice)
         try await f.note("n1", "back again.md", body: "again")
-        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "work", participants: [Invitee(name: Fixture.bob, permission: .readWrite)]), actor: Fixture.alice)
+        let share = try await f.store.createShare(
+            NewShare(zone: f.aliceZone, rootRecordName: "work", participants: [Invitee(name: Fixture.bob, permission: .readWrite)]), actor: Fixture.alice)
         _ = try await f.store.acceptShare(urlToken: share.urlToken, actor: Fixture.bob)
 
         // Then for the owner and the participant, page by page, the JSON says what the values say

@@ -18,7 +18,8 @@ import Testing
     func readOnlyParticipantSeesButCannotWrite(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         try await Self.tree(f)
-        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "work", participants: [Invitee(name: Fixture.bob, permission: .readOnly)]), actor: Fixture.alice)
+        let share = try await f.store.createShare(
+            NewShare(zone: f.aliceZone, rootRecordName: "work", participants: [Invitee(name: Fixture.bob, permission: .readOnly)]), actor: Fixture.alice)
         #expect(share.participants.map(\.status) == [.accepted, .pending])
 
         // Before accepting, bob sees an invitation and no records.
@@ -48,7 +49,9 @@ import Testing
             try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "renamed.md", parent: "work", body: "the plan", changeTag: plan.changeTag)], as: Fixture.bob)
         }
         await f.expectFailure(.permissionFailure) { _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPermission: .readWrite), actor: Fixture.bob) }
-        await f.expectFailure(.permissionFailure) { _ = try await f.store.addParticipants(shareID: share.id, [Invitee(name: Fixture.carol, permission: .readWrite)], actor: Fixture.bob) }
+        await f.expectFailure(.permissionFailure) {
+            _ = try await f.store.addParticipants(shareID: share.id, [Invitee(name: Fixture.carol, permission: .readWrite)], actor: Fixture.bob)
+        }
         await f.expectFailure(.permissionFailure) { try await f.store.stopShare(id: share.id, actor: Fixture.bob) }
         #expect(try await f.all() == before)
     }
@@ -88,7 +91,8 @@ import Testing
         try await Self.tree(f)
         let share = try await f.shareWithBob("work", permission: .readWrite)
         let plan = try #require(try await f.all(as: Fixture.bob)["plan"])
-        let edited = try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "work", body: "bob's edit", changeTag: plan.changeTag)], as: Fixture.bob)[0]
+        let edited = try await f.save(
+            [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "work", body: "bob's edit", changeTag: plan.changeTag)], as: Fixture.bob)[0]
         #expect(edited.modifiedBy == Fixture.bob)
         #expect(try await f.all()["plan"]?.body == "bob's edit")
         #expect(try await f.store.versions(of: "plan", in: f.aliceZone, actor: Fixture.alice).first?.modifiedBy == Fixture.bob)
@@ -197,7 +201,8 @@ import Testing
         let share = try await f.shareWithBob("plan", permission: .readWrite)
         // A read-write participant edits the root note (whose parent he cannot see).
         let plan = try #require(try await f.all(as: Fixture.bob)["plan"])
-        try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: plan.parent, body: "edited by bob", changeTag: plan.changeTag)], as: Fixture.bob)
+        try await f.save(
+            [RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: plan.parent, body: "edited by bob", changeTag: plan.changeTag)], as: Fixture.bob)
         #expect(try await f.all()["plan"]?.body == "edited by bob")
         try await f.store.stopShare(id: share.id, actor: Fixture.alice)
         await f.expectFailure(.permissionFailure) { _ = try await f.all(as: Fixture.bob) }
@@ -356,11 +361,15 @@ import Testing
         try await f.save([RecordSave(recordName: "plan", recordType: .note, name: "plan.md", parent: "work", body: "bob was here", changeTag: plan.changeTag)], as: Fixture.bob)
         let bobsZone = ZoneID(owner: Fixture.bob, name: "Bob")
         _ = try await f.store.createZone(bobsZone, actor: Fixture.bob)
-        _ = try await f.store.modify(ModifyRequest(zone: bobsZone, saves: [
-            RecordSave(recordName: "b1", recordType: .note, name: "b1.md", body: "one"),
-            RecordSave(recordName: "b2", recordType: .note, name: "b2.md", body: "two"),
-        ]), actor: Fixture.bob)
-        let bobsShare = try await f.store.createShare(NewShare(zone: bobsZone, rootRecordName: nil, participants: [Invitee(name: Fixture.carol, permission: .readOnly)]), actor: Fixture.bob)
+        _ = try await f.store.modify(
+            ModifyRequest(
+                zone: bobsZone,
+                saves: [
+                    RecordSave(recordName: "b1", recordType: .note, name: "b1.md", body: "one"),
+                    RecordSave(recordName: "b2", recordType: .note, name: "b2.md", body: "two"),
+                ]), actor: Fixture.bob)
+        let bobsShare = try await f.store.createShare(
+            NewShare(zone: bobsZone, rootRecordName: nil, participants: [Invitee(name: Fixture.carol, permission: .readOnly)]), actor: Fixture.bob)
         _ = try await f.store.acceptShare(urlToken: bobsShare.urlToken, actor: Fixture.carol)
         let token = try await f.store.issueToken(for: Fixture.bob, lifetime: nil)
 
@@ -439,6 +448,8 @@ import Testing
         let emails = (0..<(Limits.maxParticipants - 1)).map { Invitee(email: "p\($0)@example.com", permission: .readOnly) }
         let full = try await f.store.addParticipants(shareID: share.id, emails, actor: Fixture.alice)
         #expect(full.participants.count == Limits.maxParticipants)
-        await f.expectFailure(.limitExceeded) { _ = try await f.store.addParticipants(shareID: share.id, [Invitee(name: Fixture.bob, permission: .readOnly)], actor: Fixture.alice) }
+        await f.expectFailure(.limitExceeded) {
+            _ = try await f.store.addParticipants(shareID: share.id, [Invitee(name: Fixture.bob, permission: .readOnly)], actor: Fixture.alice)
+        }
     }
 }

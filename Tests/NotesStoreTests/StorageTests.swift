@@ -11,7 +11,8 @@ import Testing
         #expect(try await f.store.usage(of: Fixture.alice).used == 400)
         // A save keeps the previous text as a version: 400 + 500 now.
         f.clock.advance(by: 1)
-        let second = try #require(try await f.save([RecordSave(recordName: "a", recordType: .note, name: "a.md", body: String(repeating: "b", count: 500), changeTag: first.changeTag)]).first)
+        let second = try #require(
+            try await f.save([RecordSave(recordName: "a", recordType: .note, name: "a.md", body: String(repeating: "b", count: 500), changeTag: first.changeTag)]).first)
         #expect(try await f.store.usage(of: Fixture.alice).used == 900)
         let before = try await f.all()
 

@@ -33,14 +33,21 @@ import Testing
         var saved = try await store.modify(ModifyRequest(zone: work, saves: saves), actor: "alice").saved
         for round in 1...3 {
             let current = try #require(saved.first { $0.recordName == "n0" })
-            saved = try await store.modify(ModifyRequest(zone: work, saves: [
-                RecordSave(recordName: "n0", recordType: .note, name: "n0.md", parent: "folder", body: "round \(round)", changeTag: current.changeTag),
-            ]), actor: "alice").saved
+            saved = try await store.modify(
+                ModifyRequest(
+                    zone: work,
+                    saves: [
+                        RecordSave(recordName: "n0", recordType: .note, name: "n0.md", parent: "folder", body: "round \(round)", changeTag: current.changeTag)
+                    ]), actor: "alice"
+            ).saved
         }
         _ = try await store.modify(ModifyRequest(zone: work, deletes: [RecordDelete(recordName: "n6")]), actor: "alice")
-        let share = try await store.createShare(NewShare(zone: work, rootRecordName: "folder", participants: [
-            Invitee(name: "bob", permission: .readWrite), Invitee(email: "dan@example.com", permission: .readOnly),
-        ]), actor: "alice")
+        let share = try await store.createShare(
+            NewShare(
+                zone: work, rootRecordName: "folder",
+                participants: [
+                    Invitee(name: "bob", permission: .readWrite), Invitee(email: "dan@example.com", permission: .readOnly),
+                ]), actor: "alice")
         _ = try await store.acceptShare(urlToken: share.urlToken, actor: "bob")
         _ = try await store.updateShare(id: share.id, ShareUpdate(publicPermission: .readOnly, publicPassword: "sesame"), actor: "alice")
         do { _ = try await store.acceptShare(urlToken: share.urlToken, password: "wrong", actor: "carol") } catch {}
@@ -82,9 +89,12 @@ import Testing
         // A mount's change token goes on from where it was: nothing again, then what is new.
         #expect(try await postgres.zoneChanges(Self.work, since: before.changeToken, limit: 100, actor: "alice").records.isEmpty)
         let current = try #require(after.records.first { $0.recordName == "n1" })
-        _ = try await postgres.modify(ModifyRequest(zone: Self.work, saves: [
-            RecordSave(recordName: "n1", recordType: .note, name: "n1.md", parent: "folder", body: "after the move", changeTag: current.changeTag),
-        ]), actor: "bob")
+        _ = try await postgres.modify(
+            ModifyRequest(
+                zone: Self.work,
+                saves: [
+                    RecordSave(recordName: "n1", recordType: .note, name: "n1.md", parent: "folder", body: "after the move", changeTag: current.changeTag)
+                ]), actor: "bob")
         let next = try await postgres.zoneChanges(Self.work, since: before.changeToken, limit: 100, actor: "alice")
         #expect(next.records.map(\.recordName) == ["n1"])
         let newTag = try #require(next.records.first?.changeTag)

@@ -81,7 +81,11 @@ import Testing
             let json = try await f.store.trashJSON(in: f.aliceZone, actor: actor)
             // (Times travel as ISO 8601 to the millisecond.)
             func milliseconds(_ entries: [TrashedRecord]) -> [TrashedRecord] {
-                entries.map { var entry = $0; entry.deletedAt = Date(timeIntervalSince1970: (entry.deletedAt.timeIntervalSince1970 * 1_000).rounded(.down) / 1_000); return entry }
+                entries.map {
+                    var entry = $0
+                    entry.deletedAt = Date(timeIntervalSince1970: (entry.deletedAt.timeIntervalSince1970 * 1_000).rounded(.down) / 1_000)
+                    return entry
+                }
             }
             let decoded = try NotesJSON.decoder().decode(API.Trash.self, from: Data(json)).trash
             #expect(milliseconds(decoded) == milliseconds(try await f.store.trash(in: f.aliceZone, actor: actor)), "\(String(decoding: json, as: UTF8.self))")

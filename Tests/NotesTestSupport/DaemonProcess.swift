@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency public import Glibc
+    @preconcurrency import Glibc
 #endif
 public import Foundation
 public import NotesClient
@@ -125,9 +125,11 @@ public final class DaemonProcess: @unchecked Sendable {
         }
         // Reaped, with Foundation's handler held back from saying so: it has ended.
         if ChildExit.isGone(process) { return -1 }
-        let state = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8))?
+        let state =
+            (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("State:") } ?? "?"
-        Issue.record("""
+        Issue.record(
+            """
             notesd did not exit within 15 s of signal \(signal) (\(state)); its log ends: \(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(2_000))
             its threads: \(ChildExit.stacks(of: process.processIdentifier))
             """)

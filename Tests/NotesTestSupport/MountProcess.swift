@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-@preconcurrency public import Glibc
+    @preconcurrency import Glibc
 #endif
 public import Foundation
 import NotesModel
@@ -143,7 +143,8 @@ public enum Shell {
         process.arguments = ["-c", command]
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice

@@ -57,10 +57,12 @@ public final class PostgresCluster: Sendable {
 
     /// Starts the server on the cluster's port and waits until it answers.
     private func startServer() throws {
-        let process = Self.process("postgres", [
-            "-D", "\(directory)/data", "-p", "\(port)", "-k", directory, "-c", "listen_addresses=127.0.0.1",
-            "-c", "fsync=off", "-c", "max_connections=200",
-        ])
+        let process = Self.process(
+            "postgres",
+            [
+                "-D", "\(directory)/data", "-p", "\(port)", "-k", directory, "-c", "listen_addresses=127.0.0.1",
+                "-c", "fsync=off", "-c", "max_connections=200",
+            ])
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: try Self.outputFile(in: directory, "server.log")))
         process.standardOutput = log
         process.standardError = log

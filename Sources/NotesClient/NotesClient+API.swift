@@ -69,8 +69,21 @@ extension NotesClient {
         return try decode(data, fast: RecordJSONReader.readModifyResult)
     }
 
+    /// The records among `names` the caller may read, asked for in as many requests as
+    /// notesd's answers need (each holds a bounded amount of content).
     public func records(_ names: [String], in zone: ZoneID) async throws(NotesError) -> [Record] {
-        try await call(.POST, "/v1/records/lookup", body: API.Lookup(zone: zone, recordNames: names), as: API.Records.self).records
+        var found: [Record] = []
+        var asking = names
+        while !asking.isEmpty {
+            let answer = try await call(.POST, "/v1/records/lookup", body: API.Lookup(zone: zone, recordNames: asking), as: API.Records.self)
+            found += answer.records
+            let remaining = answer.remaining ?? []
+            guard remaining.count < asking.count else {
+                throw NotesError(.internalError, "notesd answered a lookup without reading any of the names asked for; try again.")
+            }
+            asking = remaining
+        }
+        return found
     }
 
     public func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int? = nil) async throws(NotesError) -> ZoneChanges {

@@ -146,7 +146,13 @@ public enum API {
 
     public struct Records: Codable, Sendable {
         public var records: [Record]
-        public init(records: [Record]) { self.records = records }
+        /// Names a lookup did not reach because its answer was full: ask for them again
+        /// (an older notesd leaves this out).
+        public var remaining: [String]?
+        public init(records: [Record], remaining: [String]? = nil) {
+            self.records = records
+            self.remaining = remaining
+        }
     }
 
     public struct ZoneChangesQuery: Codable, Sendable {

@@ -14,6 +14,11 @@ public enum Limits {
     /// Most content bytes in one page of changes, past its first record: a page stops
     /// early (with `moreComing`) rather than carry 2,000 notes of 16 MiB.
     public static let maxChangesPageBytes = 32 * 1024 * 1024
+    /// Most names in one lookup by record name.
+    public static let maxLookupNames = 2_000
+    /// Most content bytes in one lookup answer, past its first record; the names not
+    /// reached are handed back to ask for again.
+    public static let lookupAnswerBytes = 8 * 1024 * 1024
     /// Default page of a "changes since" fetch.
     public static let defaultChangesPage = 500
     /// Largest HTTP request body the server reads before answering 413.

@@ -33,6 +33,20 @@ public enum RecordJSONWriter {
         out.append(UInt8(ascii: "}"))
     }
 
+    /// The answer of a lookup by record names, as `NotesJSON.encoder()` would write it.
+    public static func encode(_ answer: API.Records) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(answer.records.reduce(64) { $0 + $1.contentSize * 4 / 3 + 320 })
+        out.append(contentsOf: #"{"records":"#.utf8)
+        records(answer.records, into: &out)
+        if let remaining = answer.remaining {
+            out.append(contentsOf: #","remaining":"#.utf8)
+            strings(remaining, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// The answer of a modify operation, as `NotesJSON.encoder()` would write it.
     public static func encode(_ result: ModifyResult) -> [UInt8] {
         var out: [UInt8] = []

@@ -60,8 +60,9 @@ public protocol RecordStore: Sendable {
 
     /// Applies all saves and deletes, or none (`batchRequestFailed` for the rest).
     func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult
-    /// The records the caller may read among `recordNames`; missing ones are left out.
-    func records(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> [Record]
+    /// The records the caller may read among `recordNames`, as far as one answer holds
+    /// (`RecordLookup`); missing ones are left out, names not reached are `remaining`.
+    func lookUp(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> API.Records
     /// Changes of a zone since `token` (`nil`: everything), at most `limit` items a page.
     func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> ZoneChanges
     /// The same page as `zoneChanges`, written as JSON; a store may write it straight
@@ -124,6 +125,21 @@ extension RecordStore {
     /// A public link's share, for a visitor without a pass.
     public func publicShare(urlToken: String) async throws(NotesError) -> (share: Share, records: [Record]) {
         try await publicShare(urlToken: urlToken, pass: nil)
+    }
+
+    /// The records the caller may read among `recordNames`, every answer of the lookup
+    /// gathered (for callers inside notesd and tests, not for a network answer).
+    public func records(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> [Record] {
+        var found: [Record] = []
+        var asking = recordNames
+        while !asking.isEmpty {
+            let answer = try await lookUp(asking, in: zone, actor: actor)
+            found += answer.records
+            let remaining = answer.remaining ?? []
+            guard remaining.count < asking.count else { break }
+            asking = remaining
+        }
+        return found
     }
 
     /// Every version of a record, newest first, read page by page.

@@ -107,20 +107,17 @@ extension PostgresStore {
         }
     }
 
-    public func records(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> [Record] {
-        guard recordNames.count <= Limits.maxChangesPage else {
-            throw NotesError(.limitExceeded, "Look up at most \(Limits.maxChangesPage) records at once.")
-        }
+    public func lookUp(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> API.Records {
+        let asked = try RecordLookup(asking: recordNames)
         return try await read { sql in
+            var lookup = asked
             let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
-            var found: [Record] = []
-            // (A name holding a NUL cannot be stored, so it is not there.)
-            for name in recordNames where !name.utf8.contains(0) {
-                if let record = try await PostgresRecords.fetch(sql, name, in: zone), access.canRead(shareID: record.shareID) {
-                    found.append(record)
-                }
+            while let name = lookup.nextName() {
+                // (A name holding a NUL cannot be stored, so it is not there.)
+                guard !name.utf8.contains(0), let record = try await PostgresRecords.fetch(sql, name, in: zone) else { continue }
+                lookup.found(access.canRead(shareID: record.shareID) ? record : nil)
             }
-            return found
+            return lookup.answer
         }
     }
 

@@ -35,7 +35,7 @@ struct RecordController {
             let actor = try context.account().name
             var request = request
             let body = try await request.decodeJSON(API.Lookup.self)
-            return JSONResponse.make(API.Records(records: try await store.records(body.recordNames, in: body.zone, actor: actor)))
+            return JSONResponse.raw(RecordJSONWriter.encode(try await store.lookUp(body.recordNames, in: body.zone, actor: actor)))
         }
         group.post("records/changes") { request, context in
             let actor = try context.account().name

@@ -102,15 +102,15 @@ extension SQLiteStore {
         }
     }
 
-    public func records(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> [NotesModel.Record] {
-        guard recordNames.count <= Limits.maxChangesPage else {
-            throw NotesError(.limitExceeded, "Look up at most \(Limits.maxChangesPage) records at once.")
-        }
-        return try await read { db in
+    public func lookUp(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> API.Records {
+        let asked = try RecordLookup(asking: recordNames)
+        return try await readAside { db in
+            var lookup = asked
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
-            return try recordNames.compactMap { name in
-                try StoredRecord.fetch(db, name, in: zone).flatMap { access.canRead(shareID: $0.shareID) ? $0 : nil }
+            while let name = lookup.nextName() {
+                lookup.found(try StoredRecord.fetch(db, name, in: zone).flatMap { access.canRead(shareID: $0.shareID) ? $0 : nil })
             }
+            return lookup.answer
         }
     }
 

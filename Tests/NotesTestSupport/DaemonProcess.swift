@@ -137,6 +137,13 @@ public final class DaemonProcess: @unchecked Sendable {
         return -1
     }
 
+    /// The most memory notesd has held resident since it started (`VmHWM`), in MiB.
+    public var peakResidentMiB: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "0").map { $0 / 1024 } ?? 0
+    }
+
     public func restart() async throws {
         try start()
         try await waitUntilReady()

@@ -1,0 +1,40 @@
+import Foundation
+import NotesModel
+import Testing
+
+/// Every request's cost is bounded before it is paid, the same way on every backend.
+@Suite struct RequestCostTests {
+    /// A lookup naming one large note 2,000 times answered with 2,000 copies of it: an
+    /// 8 GiB answer from a 4 MiB note, which a read-only participant could ask for too.
+    @Test(arguments: Backend.allCases)
+    func aLookupReadsEachNameOnceAndStopsPastItsByteBound(_ backend: Backend) async throws {
+        // Given five notes of 3 MiB, one of them shared read-only with bob
+        let f = try await Fixture(backend)
+        let big = String(repeating: "x", count: 3 << 20)
+        for index in 0..<5 { try await f.note("big\(index)", "big\(index).md", body: big) }
+        _ = try await f.shareWithBob("big0", permission: .readOnly)
+
+        // When bob asks for the shared note 2,000 times
+        let repeated = try await f.store.lookUp(Array(repeating: "big0", count: 2_000), in: f.aliceZone, actor: Fixture.bob)
+        // Then he gets it once, and nothing is left to ask for
+        #expect(repeated.records.map(\.recordName) == ["big0"] && repeated.remaining == [])
+
+        // When alice asks for all five and a missing one, each twice
+        let names = ["big0", "gone", "big1", "big0", "big2", "big3", "big4", "gone", "big4"]
+        let first = try await f.store.lookUp(names, in: f.aliceZone, actor: Fixture.alice)
+        // Then the answer stops once past 8 MiB and hands back the names it did not reach, once each
+        #expect(first.records.map(\.recordName) == ["big0", "big1", "big2"])
+        #expect(first.remaining == ["big3", "big4"])
+        let rest = try await f.store.lookUp(first.remaining ?? [], in: f.aliceZone, actor: Fixture.alice)
+        #expect(rest.records.map(\.recordName) == ["big3", "big4"] && rest.remaining == [])
+        // And the one note past the bound still comes whole
+        let huge = String(repeating: "y", count: 12 << 20)
+        try await f.note("huge", "huge.md", body: huge)
+        let alone = try await f.store.lookUp(["huge", "big0"], in: f.aliceZone, actor: Fixture.alice)
+        #expect(alone.records.map(\.recordName) == ["huge"] && alone.records.first?.body == huge && alone.remaining == ["big0"])
+        // And more than 2,000 names is refused
+        await f.expectFailure(.limitExceeded) {
+            _ = try await f.store.lookUp((0...2_000).map { "n\($0)" }, in: f.aliceZone, actor: Fixture.alice)
+        }
+    }
+}

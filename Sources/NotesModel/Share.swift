@@ -156,3 +156,27 @@ public struct ShareUpdate: Sendable, Codable, Equatable {
         self.rotateURL = rotateURL
     }
 }
+
+extension Share {
+    /// The share as `actor` may see it. The owner sees everything: every participant,
+    /// removed ones, pending email invitations and the link's view count. An accepted
+    /// participant invited by name or email sees who else is in (the owner and accepted
+    /// participants, by name, without emails). Someone who joined through the public
+    /// link, or is only invited, sees the owner and their own entry, nothing else: a
+    /// public link must not hand its visitors the team's names and addresses.
+    public func seen(by actor: String) -> Share {
+        if actor == owner { return self }
+        var seen = self
+        seen.publicViews = nil
+        let own = participant(named: actor)
+        let isMember = own?.status == .accepted && own?.role == .privateUser
+        seen.participants = participants.compactMap { participant in
+            if participant.name == actor { return participant }
+            guard participant.role == .owner || (isMember && participant.status == .accepted && participant.name != nil) else { return nil }
+            var visible = participant
+            visible.email = nil
+            return visible
+        }
+        return seen
+    }
+}

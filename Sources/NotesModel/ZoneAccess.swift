@@ -43,9 +43,10 @@ package struct ZoneAccess: Sendable {
         }
     }
 
-    /// What a caller learns of a zone that does not exist: `zoneNotFound` for its
-    /// would-be owner and `permissionFailure` for everyone else, so zone names of
-    /// others do not leak.
+    /// What a caller learns of a zone that does not exist, or of one they were never
+    /// invited into: `zoneNotFound` for its would-be owner and the same
+    /// `permissionFailure` for everyone else, so that neither account names nor others'
+    /// zone names leak.
     package static func missing(_ zone: ZoneID, actor: String) -> NotesError {
         if zone.owner == actor {
             return NotesError(.zoneNotFound, "You have no zone named \(zone.name).")
@@ -81,6 +82,9 @@ package struct ZoneAccess: Sendable {
                 }
             }
             guard standings.values.contains(where: { SharingRules.allows(.read, standing: $0) }) else {
+                // Someone never invited learns exactly what a zone that does not exist
+                // tells them: neither which accounts exist nor which zones they have.
+                if standings.isEmpty { throw Self.missing(zone, actor: actor) }
                 let what = "\(zone.owner)'s notes"
                 let best = standings.values.first
                 throw NotesError(.permissionFailure, SharingRules.reasonText(.read, standing: best, what: what))

@@ -36,6 +36,7 @@ public enum SQLiteBackup {
             var configuration = Configuration()
             configuration.readonly = true
             let reader = try DatabasePool(path: source, configuration: configuration)
+            SQLiteStore.makeOwnerOnly(partial)
             let copy = try DatabaseQueue(path: partial)
             try reader.backup(to: copy)
             let summary = try check(copy)

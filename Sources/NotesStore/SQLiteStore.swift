@@ -32,13 +32,7 @@ public final class SQLiteStore: RecordStore {
         metrics = StoreMetrics(backend: "sqlite", maximumConnections: 1 + configuration.maximumReaderCount)
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
-        // Every account's notes are in this file: readable by notesd's user only (SQLite
-        // gives its -wal and -shm files the same mode).
-        let descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
-        if descriptor >= 0 {
-            _ = fchmod(descriptor, 0o600)
-            _ = close(descriptor)
-        }
+        Self.makeOwnerOnly(path)
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             // After opening: GRDB sets its pools' writer to `synchronous = NORMAL` once
@@ -53,6 +47,18 @@ public final class SQLiteStore: RecordStore {
         self.clock = clock
         self.storage = storage
         self.onChange = onChange
+    }
+
+    /// Creates `path` if missing and makes it readable by notesd's user only: every
+    /// account's notes, token hashes and link-password hashes (which key the unlock
+    /// cookies) are in a database file or a backup of one. SQLite gives the file's
+    /// -wal, -shm and -journal files the same mode.
+    static func makeOwnerOnly(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o600)
+        if descriptor >= 0 {
+            _ = fchmod(descriptor, 0o600)
+            _ = close(descriptor)
+        }
     }
 
     /// Runs `body` in one write transaction with a context that hands out change

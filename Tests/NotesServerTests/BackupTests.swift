@@ -37,6 +37,9 @@ import Testing
         let daemonPlace = "--data-dir '\(daemon.dataDir)' --socket '\(daemon.socket)'"
         let backup = Shell.run("\(notesd) backup \(daemonPlace) --to '\(folder)/notes.backup'")
         #expect(backup.status == 0 && backup.stdout.contains("1 records, 2 versions, 1 shares"), "\(backup)")
+        // (readable by notesd's user only: it holds every note, token hash and link-password hash)
+        let mode = try FileManager.default.attributesOfItem(atPath: "\(folder)/notes.backup")[.posixPermissions] as? Int
+        #expect(mode == 0o600, "the backup's mode is \(String(mode ?? 0, radix: 8))")
         #expect(Shell.run("\(notesd) backup \(daemonPlace) --to '\(folder)/notes.backup'").status != 0, "a backup overwrote a file")
         _ = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "later", recordType: .note, name: "later.md", body: "x")]))
 

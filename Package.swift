@@ -39,28 +39,44 @@ let package = Package(
             name: "NotesModel",
             swiftSettings: strictSettings
         ),
+        // Bounded work shared fairly: gates that serve waiting callers in turns by account,
+        // and the task-local caller that work is charged to.
+        .target(
+            name: "NotesWork",
+            dependencies: ["NotesModel"],
+            swiftSettings: strictSettings
+        ),
+        // What every backend applies beside SQL: token and link-password hashing, counting
+        // wrong guesses, link passes, store metrics.
+        .target(
+            name: "NotesStoreRules",
+            dependencies: [
+                "NotesModel", "NotesWork",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Persistence: the SQLite (GRDB) implementation of `RecordStore`.
         .target(
             name: "NotesStore",
             dependencies: [
-                "NotesModel",
+                "NotesModel", "NotesStoreRules", "NotesWork",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API itself, for writing change pages from column buffers.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),
         // Persistence on PostgreSQL (postgres-nio): connection pool, versioned migrations,
-        // and the same `RecordStore` as the SQLite one (sharing its token and link-password
-        // hashing from NotesStore).
+        // and the same `RecordStore` as the SQLite one.
         .target(
             name: "NotesPostgres",
             dependencies: [
-                "NotesModel", "NotesStore",
+                "NotesModel", "NotesStoreRules", "NotesWork",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -85,7 +101,7 @@ let package = Package(
         .target(
             name: "NotesServer",
             dependencies: [
-                "NotesModel",
+                "NotesModel", "NotesWork",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -205,12 +221,14 @@ let package = Package(
         ),
         .testTarget(name: "NotesExportTests", dependencies: ["NotesExport"], exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(name: "NotesMergeTests", dependencies: ["NotesMerge"], swiftSettings: strictSettings),
+        .testTarget(name: "NotesWorkTests", dependencies: ["NotesModel", "NotesWork"], swiftSettings: strictSettings),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),
         .testTarget(name: "NotesReplicaTests", dependencies: ["NotesModel", "NotesReplica"], swiftSettings: strictSettings),
         .testTarget(
             name: "NotesStoreTests",
             dependencies: [
-                "NotesModel", "NotesStore", "NotesPostgres", "NotesTransfer", "NotesTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "NotesModel", "NotesStore", "NotesStoreRules", "NotesWork", "NotesPostgres", "NotesTransfer", "NotesTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 // (for tests that play an older notesd on PostgreSQL)
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],

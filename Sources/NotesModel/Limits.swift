@@ -56,6 +56,13 @@ public enum Limits {
 
     // MARK: Connections
 
+    /// Requests one caller (an account, or a client address without one) may have under
+    /// way at once; the next gets 429. Event streams are bounded apart.
+    public static let requestsInFlightPerCaller = 32
+    /// Request bodies one caller may have under way at once, by their declared length
+    /// (one request alone is always let in, up to `maxRequestBytes`).
+    public static let requestBytesInFlightPerCaller = 128 * 1024 * 1024
+
     /// Event streams one account may hold open at once (a mount needs one).
     public static let maxEventStreamsPerAccount = 64
     /// TCP connections one client address may hold open at once.

@@ -1,7 +1,8 @@
 public import Logging
 import Synchronization
 public import NotesModel
-package import NotesStore
+package import NotesStoreRules
+package import NotesWork
 package import PostgresNIO
 
 /// One notesd's connections to a PostgreSQL database: postgres-nio's pool, kept running
@@ -17,6 +18,9 @@ public final class PostgresDatabase: Sendable {
     private let markedDown = Mutex(false)
     /// Calls, connections held and faults, for `GET /metrics`.
     package let metrics: StoreMetrics
+    /// The pool's connections, taken in turns by account: postgres-nio hands them out
+    /// first come, first served, so one account's burst would queue ahead of everyone.
+    package let connections: FairGate
 
     /// Most connections this instance opens (PostgreSQL's own default limit is 100, for
     /// all instances together).
@@ -32,6 +36,7 @@ public final class PostgresDatabase: Sendable {
         self.location = location
         self.logger = logger
         metrics = StoreMetrics(backend: "postgres", maximumConnections: maximumConnections)
+        connections = FairGate(name: "the database connections", permits: maximumConnections)
         var configuration = location.clientConfiguration()
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(10)

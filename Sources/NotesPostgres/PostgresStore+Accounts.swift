@@ -1,6 +1,6 @@
 import Foundation
 public import NotesModel
-import NotesStore
+import NotesStoreRules
 import PostgresNIO
 
 extension PostgresStore {

@@ -1,6 +1,6 @@
 public import Foundation
 public import NotesModel
-import NotesStore
+import NotesStoreRules
 import PostgresNIO
 
 extension PostgresStore {
@@ -79,7 +79,7 @@ extension PostgresStore {
     public func updateShare(id: String, _ update: ShareUpdate, actor: String) async throws(NotesError) -> Share {
         if let title = update.title { try ShareRules.validateTitle(title) }
         try update.validate()
-        let password = try update.publicPassword.map { text throws(NotesError) in text.isEmpty ? nil : try LinkPasswords.hash(text) }
+        let password = try await LinkPasswords.newPassword(of: update)
         return try await write { context in
             let sql = context.sql
             let share = try await Self.ownedShare(sql, id: id, actor: actor)

@@ -1,6 +1,6 @@
 package import Foundation
 public import NotesModel
-import NotesStore
+package import NotesStoreRules
 import PostgresNIO
 
 extension PostgresStore {
@@ -83,31 +83,31 @@ extension PostgresStore: LinkPasswordStore {
         }
     }
 
-    package func passwordAttempts(_ keys: [String]) async throws(NotesError) -> [(windowStart: Double, failures: Int, key: String)] {
-        try await readOne { sql in
-            try await sql.rows("SELECT window_start, failures, key FROM password_attempts WHERE key = ANY(\(keys))").map { row in
-                let (windowStart, failures, key) = try row.decode((Double, Int, String).self)
-                return (windowStart: windowStart, failures: failures, key: key)
+    package func reservePasswordGuess(_ keys: [(key: String, limit: Int)]) async throws(NotesError) -> PasswordAttempts.Admission {
+        try await write(sequenced: false) { context in
+            let sql = context.sql
+            let now = context.now.storedValue
+            let names = keys.map(\.key)
+            // Rows first, so that concurrent guesses queue on the same row locks.
+            try await sql.execute(
+                "INSERT INTO password_attempts (key, window_start, failures) SELECT k, \(now), 0 FROM unnest(\(names)::text[]) AS k ON CONFLICT (key) DO NOTHING")
+            let stored = try await sql.rows("SELECT key, window_start, failures FROM password_attempts WHERE key = ANY(\(names)) ORDER BY key FOR UPDATE").map { row in
+                let (key, windowStart, failures) = try row.decode((String, Double, Int).self)
+                return GuessCount(key: key, windowStart: windowStart, guesses: failures)
             }
+            let (admission, counts) = PasswordAttempts.admit(stored, limits: keys, now: now)
+            for count in counts {
+                try await sql.execute("UPDATE password_attempts SET window_start = \(count.windowStart), failures = \(count.guesses) WHERE key = \(count.key)")
+            }
+            // Old windows are of no use: keep the table small.
+            try await sql.execute("DELETE FROM password_attempts WHERE window_start < \(now - 2 * Limits.passwordWindowSeconds)")
+            return admission
         }
     }
 
-    package func countPasswordFailure(_ keys: [String]) async throws(NotesError) {
+    package func releasePasswordGuess(_ keys: [String]) async throws(NotesError) {
         try await write(sequenced: false) { context in
-            let now = context.now.storedValue
-            let window = Limits.passwordWindowSeconds
-            for key in keys {
-                // A new window starts when the last one is over.
-                try await context.sql.execute(
-                    """
-                    INSERT INTO password_attempts AS a (key, window_start, failures) VALUES (\(key), \(now), 1)
-                    ON CONFLICT (key) DO UPDATE SET
-                        failures = CASE WHEN a.window_start + \(window) <= excluded.window_start THEN 1 ELSE a.failures + 1 END,
-                        window_start = CASE WHEN a.window_start + \(window) <= excluded.window_start THEN excluded.window_start ELSE a.window_start END
-                    """)
-            }
-            // Old windows are of no use: keep the table small.
-            try await context.sql.execute("DELETE FROM password_attempts WHERE window_start < \(now - 2 * window)")
+            try await context.sql.execute("UPDATE password_attempts SET failures = GREATEST(failures - 1, 0) WHERE key = ANY(\(keys))")
         }
     }
 }

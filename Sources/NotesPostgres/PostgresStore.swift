@@ -53,6 +53,8 @@ public final class PostgresStore: RecordStore {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
         try await database.checkAvailable()
+        try await takeConnection()
+        defer { database.connections.release() }
         let outcome: (T, Set<ChangeNotice>)
         do {
             outcome = try await database.client.withTransaction(logger: logger) { connection in
@@ -80,6 +82,8 @@ public final class PostgresStore: RecordStore {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
         try await database.checkAvailable()
+        try await takeConnection()
+        defer { database.connections.release() }
         do {
             return try await database.client.withConnection { connection in
                 metrics.connectionsInUse.increment()
@@ -106,6 +110,8 @@ public final class PostgresStore: RecordStore {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
         try await database.checkAvailable()
+        try await takeConnection()
+        defer { database.connections.release() }
         do {
             return try await database.client.withConnection { connection in
                 metrics.connectionsInUse.increment()
@@ -114,6 +120,17 @@ public final class PostgresStore: RecordStore {
             }
         } catch {
             throw convert(error)
+        }
+    }
+
+    /// Waits for the caller's turn at the pool (`PostgresDatabase.connections`).
+    private func takeConnection() async throws(NotesError) {
+        do {
+            try await database.connections.acquire()
+        } catch let error as NotesError {
+            throw error
+        } catch {
+            throw NotesError(.serviceUnavailable, "The request was cancelled while it waited for the database; try again.")
         }
     }
 

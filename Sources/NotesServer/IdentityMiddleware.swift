@@ -6,6 +6,7 @@ import Hummingbird
 import NIOCore
 import Synchronization
 import NotesModel
+import NotesWork
 
 /// Decides who the caller is, before any route runs.
 ///
@@ -35,7 +36,10 @@ struct IdentityMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         let client = clients.of(request, channel: context.channel)
-        context.identity = try await identify(request, channel: context.channel, client: client)
+        // (The token's check is charged to where it came from: no account is known yet.)
+        context.identity = try await WorkCaller.$bound.withValue("client:\(client ?? "socket")") {
+            try await identify(request, channel: context.channel, client: client)
+        }
         context.identity?.client = client
         return try await next(request, context)
     }

@@ -59,12 +59,14 @@ public struct NotesAPI: Sendable {
             if let reason = notReady() { throw NotesError(.serviceUnavailable, reason, retryAfter: 1) }
             return JSONResponse.make(["status": "ready"])
         }
+        let budget = CallerBudget()
+        let charge = CallerBudgetMiddleware(budget: budget, clients: clients)
         // Behind an https:// public URL (TLS here or at a proxy), the link cookie is Secure.
         PublicPageController(
             store: store, renderer: renderer, clients: clients, secureCookies: publicURL.lowercased().hasPrefix("https://"),
             views: PublicViewCounter(store: store)
         )
-        .addRoutes(to: router)
+        .addRoutes(to: router.group().add(middleware: charge))
         let peers = PeerAccountCache()
         let identify = IdentityMiddleware(store: store, peers: peers, clients: clients)
         if let metrics {
@@ -79,7 +81,7 @@ public struct NotesAPI: Sendable {
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics())))
             }
         }
-        let v1 = router.group("v1").add(middleware: identify)
+        let v1 = router.group("v1").add(middleware: identify).add(middleware: charge)
         AccountController(store: store, notifier: notifier, peers: peers).addRoutes(to: v1)
         RecordController(store: store).addRoutes(to: v1)
         ShareController(store: store, publicURL: publicURL).addRoutes(to: v1)

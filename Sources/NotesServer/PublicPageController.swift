@@ -35,7 +35,7 @@ struct PublicPageController {
         .cacheControl: "no-cache",
     ]
 
-    func addRoutes(to router: Router<NotesRequestContext>) {
+    func addRoutes(to router: RouterGroup<NotesRequestContext>) {
         router.get("s/:token") { request, context in try await serve(request, context, path: []) }
         router.get("s/:token/**") { request, context in
             // The segments come as the browser sent them, percent-encoded ("My%20plan.html"

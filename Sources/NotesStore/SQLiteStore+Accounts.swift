@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import NotesModel
+import NotesStoreRules
 
 extension SQLiteStore {
     public func createAccount(name: String, email: String?, isAdmin: Bool) async throws(NotesError) -> Account {

@@ -104,7 +104,7 @@ extension SQLiteStore {
 
     public func lookUp(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> API.Records {
         let asked = try RecordLookup(asking: recordNames)
-        return try await readAside { db in
+        return try await read { db in
             var lookup = asked
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
             while let name = lookup.nextName() {
@@ -117,7 +117,7 @@ extension SQLiteStore {
     public func zoneChanges(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> ZoneChanges {
         let limit = ChangePage.clamp(limit)
         let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
-        return try await readAside { db in
+        return try await read { db in
             let query = try ChangeQuery(db, zone: zone, since: parsed, limit: limit, actor: actor)
             var records: [(seq: Int64, record: NotesModel.Record)] = []
             records.reserveCapacity(limit + 1)
@@ -142,7 +142,7 @@ extension SQLiteStore {
     public func zoneChangesJSON(_ zone: ZoneID, since token: String?, limit: Int, actor: String) async throws(NotesError) -> EncodedZoneChanges {
         let limit = ChangePage.clamp(limit)
         let parsed = try token.map { text throws(NotesError) in try ZoneChangeToken(parsing: text) }
-        return try await readAside { db in
+        return try await read { db in
             let query = try ChangeQuery(db, zone: zone, since: parsed, limit: limit, actor: actor)
             // Tombstones first: only when there are some must record names be kept.
             let tombstones = try query.tombstones(db)

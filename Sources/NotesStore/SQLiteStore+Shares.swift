@@ -1,6 +1,7 @@
 public import Foundation
 import GRDB
 public import NotesModel
+import NotesStoreRules
 
 extension SQLiteStore {
     public func createShare(_ request: NewShare, actor: String) async throws(NotesError) -> Share {
@@ -82,6 +83,7 @@ extension SQLiteStore {
     public func updateShare(id: String, _ update: ShareUpdate, actor: String) async throws(NotesError) -> Share {
         if let title = update.title { try ShareRules.validateTitle(title) }
         try update.validate()
+        let password = try await LinkPasswords.newPassword(of: update)
         return try await write { context in
             let db = context.db
             let share = try Self.ownedShare(db, id: id, actor: actor)
@@ -105,8 +107,7 @@ extension SQLiteStore {
                 let expiry: Double? = seconds > 0 ? context.now.addingTimeInterval(seconds).storedValue : nil
                 try db.cachedStatement(sql: "UPDATE shares SET public_expires_at = ? WHERE id = ?").execute(arguments: [expiry, id])
             }
-            if let password = update.publicPassword {
-                let stored = password.isEmpty ? nil : try LinkPasswords.hash(password)
+            if let stored = password {
                 try db.cachedStatement(sql: "UPDATE shares SET password_salt = ?, password_hash = ? WHERE id = ?")
                     .execute(arguments: [stored.map { Data($0.salt) }, stored.map { Data($0.hash) }, id])
             }

@@ -16,7 +16,7 @@ extension SQLiteStore {
     /// The trash written as JSON straight from SQLite's column buffers (as
     /// `RecordRowJSON` writes change pages): 10,000 entries cost ~70 ms as values.
     public func trashJSON(in zone: ZoneID, actor: String) async throws(NotesError) -> [UInt8] {
-        try await readAside { db in
+        try await read { db in
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
             let statement = try db.cachedStatement(sql: Self.trashSQL)
             let row = statement.sqliteStatement

@@ -37,4 +37,36 @@ import Testing
             _ = try await f.store.lookUp((0...2_000).map { "n\($0)" }, in: f.aliceZone, actor: Fixture.alice)
         }
     }
+
+    /// The count of wrong guesses was read first and written after the hash: of 200
+    /// guesses sent at once from one address (limit 10 in 15 minutes), 78 were hashed and
+    /// answered 403 before the limit answered 429.
+    @Test(arguments: Backend.allCases)
+    func guessesSentAtOnceTakeTheirPlaceInTheCountBeforeAnyIsHashed(_ backend: Backend) async throws {
+        // Given a public link with a password
+        let f = try await Fixture(backend)
+        try await f.note("n", "n.md")
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "n", publicPermission: .readOnly), actor: Fixture.alice)
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPassword: "correct horse"), actor: Fixture.alice)
+        // When bob sends 200 wrong guesses at once from one address
+        let outcomes = await withTaskGroup(of: NotesError.Code?.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    do {
+                        _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "guess \(index)", actor: Fixture.bob, client: "203.0.113.9")
+                        return nil
+                    } catch {
+                        return (error as? NotesError)?.code
+                    }
+                }
+            }
+            return await group.reduce(into: [NotesError.Code?]()) { $0.append($1) }
+        }
+        // Then exactly the limit of them were checked, and every other one was refused unhashed
+        #expect(outcomes.filter { $0 == .permissionFailure }.count == Limits.passwordFailuresPerClient)
+        #expect(outcomes.filter { $0 == .requestRateLimited }.count == 200 - Limits.passwordFailuresPerClient)
+        // And the right password from another address still opens the link, and is not counted
+        _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "correct horse", actor: Fixture.carol, client: "198.51.100.7")
+        _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "correct horse", actor: Fixture.bob, client: "198.51.100.7")
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NotesModel
+import NotesStoreRules
 import NotesStore
 import Testing
 

@@ -1,0 +1,136 @@
+import NotesModel
+import Synchronization
+
+/// A fixed number of permits (SQLite's one writer, its readers, a PostgreSQL pool's
+/// connections, PBKDF2 threads) shared by callers so that none can crowd out the others.
+///
+/// A caller that finds no permit free waits in its account's line; a permit set free
+/// goes to the next account in turn, one waiting call per account per round. So an
+/// account with a hundred calls waiting delays another account's one call by at most
+/// one call of its own, not a hundred (Nginx's `limit_req` keys and FoundationDB's
+/// ratekeeper weigh the same way: by who asks, not by what arrived first). Each account
+/// may have `waitingPerAccount` calls waiting; one more is refused at once with
+/// `requestRateLimited` rather than queued, so a flood costs its sender, not memory.
+public final class FairGate: Sendable {
+    /// What the gate is for, in errors and logs ("the database writer").
+    public let name: String
+    public let permits: Int
+    public let waitingPerAccount: Int
+    private let state: Mutex<State>
+
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var free: Int
+        var lines: [String: [Waiter]] = [:]
+        /// Accounts with a call waiting, in the order they get their next permit.
+        var turns: [String] = []
+        var nextID: UInt64 = 0
+
+        /// Hands the permit being set free to the next account in turn, if one waits.
+        mutating func nextWaiter() -> Waiter? {
+            guard !turns.isEmpty else { return nil }
+            let account = turns.removeFirst()
+            var line = lines[account, default: []]
+            let waiter = line.removeFirst()
+            if line.isEmpty {
+                lines[account] = nil
+            } else {
+                lines[account] = line
+                turns.append(account)
+            }
+            return waiter
+        }
+
+        /// Takes a waiter out of its line (its task was cancelled); false if it already
+        /// had its permit.
+        mutating func remove(_ id: UInt64, of account: String) -> Waiter? {
+            guard var line = lines[account], let index = line.firstIndex(where: { $0.id == id }) else { return nil }
+            let waiter = line.remove(at: index)
+            if line.isEmpty {
+                lines[account] = nil
+                turns.removeAll { $0 == account }
+            } else {
+                lines[account] = line
+            }
+            return waiter
+        }
+    }
+
+    public init(name: String, permits: Int, waitingPerAccount: Int = 64) {
+        precondition(permits > 0 && waitingPerAccount > 0)
+        self.name = name
+        self.permits = permits
+        self.waitingPerAccount = waitingPerAccount
+        state = Mutex(State(free: permits))
+    }
+
+    /// Runs `body` holding one permit, charged to `account` (by default the caller of
+    /// the request under way, `WorkCaller.current`).
+    public func withPermit<T: Sendable>(
+        for account: String = WorkCaller.current, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        try await acquire(for: account)
+        defer { release() }
+        return try await body()
+    }
+
+    /// Calls waiting now, all accounts together (for metrics and tests).
+    public var waiting: Int { state.withLock { $0.lines.values.reduce(0) { $0 + $1.count } } }
+
+    /// Takes a permit for `account`, waiting in its line; pair it with one `release()`.
+    /// For callers whose work cannot be a `@Sendable` closure.
+    public func acquire(for account: String = WorkCaller.current) async throws {
+        enum Admission {
+            case now, wait(UInt64), refused
+        }
+        let admission = state.withLock { state -> Admission in
+            if state.free > 0 && state.turns.isEmpty {
+                state.free -= 1
+                return .now
+            }
+            if state.lines[account, default: []].count >= waitingPerAccount { return .refused }
+            state.nextID += 1
+            return .wait(state.nextID)
+        }
+        let id: UInt64
+        switch admission {
+        case .now: return
+        case .refused:
+            throw NotesError(.requestRateLimited, "Too many of your requests are waiting for \(name); wait for them to finish and try again.", retryAfter: 1)
+        case .wait(let waiterID): id = waiterID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let admitted = state.withLock { state -> Bool in
+                    // A permit may have come free between the two locks.
+                    if state.free > 0 && state.turns.isEmpty {
+                        state.free -= 1
+                        return true
+                    }
+                    if state.lines[account] == nil { state.turns.append(account) }
+                    state.lines[account, default: []].append(Waiter(id: id, continuation: continuation))
+                    return false
+                }
+                if admitted { continuation.resume() }
+            }
+        } onCancel: {
+            let removed = state.withLock { $0.remove(id, of: account) }
+            removed?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Sets free a permit taken with `acquire`.
+    public func release() {
+        let next = state.withLock { state -> Waiter? in
+            if let waiter = state.nextWaiter() { return waiter }
+            state.free += 1
+            return nil
+        }
+        // (The permit passes straight to the waiter: `free` is untouched.)
+        next?.continuation.resume()
+    }
+}

@@ -1,0 +1,105 @@
+import NotesModel
+import NotesWork
+import Synchronization
+import Testing
+
+/// The gate every shared resource of notesd is taken through: turns by account, a
+/// bounded line per account, and nothing held by a caller that gave up.
+@Suite struct FairGateTests {
+    /// An async latch a test opens when it chooses.
+    final class Latch: Sendable {
+        private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let open = state.withLock { state -> Bool in
+                    if !state.open { state.waiters.append(continuation) }
+                    return state.open
+                }
+                if open { continuation.resume() }
+            }
+        }
+        func open() {
+            let waiters = state.withLock { state in
+                state.open = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    final class Order: Sendable {
+        let names = Mutex<[String]>([])
+    }
+
+    static func waitUntil(_ condition: () -> Bool) async {
+        while !condition() { await Task.yield() }
+    }
+
+    @Test func aPermitSetFreeGoesToTheNextAccountInTurn() async throws {
+        // Given a gate of one permit, held
+        let gate = FairGate(name: "the writer", permits: 1)
+        let held = Latch()
+        let entered = Latch()
+        let order = Order()
+        let holder = Task { try await gate.withPermit(for: "holder") { entered.open(); await held.wait() } }
+        await entered.wait()
+        // When alice queues five calls, and then bob one
+        var calls: [Task<Void, any Error>] = []
+        for (index, account) in ["alice", "alice", "alice", "alice", "alice", "bob"].enumerated() {
+            calls.append(Task { try await gate.withPermit(for: account) { order.names.withLock { $0.append(account) } } })
+            await Self.waitUntil { gate.waiting == index + 1 }
+        }
+        held.open()
+        try await holder.value
+        for call in calls { try await call.value }
+        // Then bob's call runs second, not after all of alice's
+        #expect(order.names.withLock { $0 } == ["alice", "bob", "alice", "alice", "alice", "alice"])
+    }
+
+    @Test func anAccountsLineIsBoundedAndOthersStillGetIn() async throws {
+        // Given a gate of one permit, held, with a line of two per account
+        let gate = FairGate(name: "the writer", permits: 1, waitingPerAccount: 2)
+        let held = Latch()
+        let entered = Latch()
+        let holder = Task { try await gate.withPermit(for: "holder") { entered.open(); await held.wait() } }
+        await entered.wait()
+        let first = Task { try await gate.withPermit(for: "alice") { 1 } }
+        await Self.waitUntil { gate.waiting == 1 }
+        let second = Task { try await gate.withPermit(for: "alice") { 2 } }
+        await Self.waitUntil { gate.waiting == 2 }
+        // When alice asks a third time, and bob once
+        do {
+            _ = try await gate.withPermit(for: "alice") { 3 }
+            Issue.record("a third call joined alice's line")
+        } catch let error as NotesError {
+            // Then alice is refused at once, with when to try again
+            #expect(error.code == .requestRateLimited && error.retryAfter == 1)
+        }
+        let bob = Task { try await gate.withPermit(for: "bob") { 4 } }
+        await Self.waitUntil { gate.waiting == 3 }
+        held.open()
+        // And every call that was let in runs
+        #expect(try await [first.value, second.value, bob.value] == [1, 2, 4])
+        try await holder.value
+    }
+
+    @Test func aCallerThatGivesUpLeavesTheLineAndHoldsNoPermit() async throws {
+        // Given a gate of one permit, held, and a call waiting for it
+        let gate = FairGate(name: "the writer", permits: 1)
+        let held = Latch()
+        let entered = Latch()
+        let holder = Task { try await gate.withPermit(for: "holder") { entered.open(); await held.wait() } }
+        await entered.wait()
+        let waiting = Task { try await gate.withPermit(for: "alice") { "ran" } }
+        await Self.waitUntil { gate.waiting == 1 }
+        // When its task is cancelled
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        // Then it left the line, and the permit, once set free, is there for the next caller
+        #expect(gate.waiting == 0)
+        held.open()
+        try await holder.value
+        #expect(try await gate.withPermit(for: "bob") { "bob ran" } == "bob ran")
+    }
+}

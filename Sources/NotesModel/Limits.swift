@@ -80,6 +80,13 @@ public enum Limits {
     /// 64 MiB batch in under 5 hours, so only a client that stalls is cut off.
     public static let minimumBodyBytesPerSecond = 4096
 
+    // MARK: Public pages
+
+    /// Largest note a public page renders as Markdown; a larger one is shown as plain
+    /// text (cmark-gfm's time and memory grow with the note, and a page this long is
+    /// read as text anyway).
+    public static let renderedNoteBytes = 2 * 1024 * 1024
+
     // MARK: History
 
     /// Default and largest page of a record's versions; a page also stops past

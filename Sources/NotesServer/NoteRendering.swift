@@ -3,6 +3,8 @@
 #endif
 import Foundation
 import NotesExport
+public import NotesModel
+import NotesWork
 import Synchronization
 
 /// A note's markdown as a public page shows it.
@@ -28,41 +30,54 @@ public struct RenderedNote: Sendable, Codable, Equatable {
     }
 }
 
-/// Turns a note's markdown into a page. It never fails: a note that cannot be rendered
-/// in time is shown as plain text.
+/// Turns a note's markdown into a page: a note that cannot be rendered in time is shown
+/// as plain text. It fails only when too many renders are waiting already
+/// (`serviceUnavailable`, with when to try again).
 public protocol NoteRendering: Sendable {
-    func render(_ markdown: String) async -> RenderedNote
+    func render(_ markdown: String) async throws(NotesError) -> RenderedNote
 }
 
 /// cmark-gfm in this process: for tests and tools that render their own notes.
 public struct InProcessRendering: NoteRendering {
     public init() {}
-    public func render(_ markdown: String) async -> RenderedNote { RenderedNote.renderHere(markdown) }
+    public func render(_ markdown: String) async throws(NotesError) -> RenderedNote { RenderedNote.renderHere(markdown) }
 }
 
 /// cmark-gfm in a worker process with a time budget: notesd renders notes that anyone
 /// may write for visitors anyone may be, with a library that has had quadratic-time and
 /// out-of-bounds-read bugs (CVE-2023-22483…22486, CVE-2023-24824, fixed after Debian 12's
 /// build). A bad note can then cost one worker, killed when over budget, not notesd.
-/// At most `concurrency` workers run at once; more renders wait their turn.
+/// At most `concurrency` workers run at once; more renders wait their turn, by caller
+/// (`FairGate`), at most `waiting` of them in all.
+///
+/// A worker starts with an empty environment (notesd's may hold a PostgreSQL URL with
+/// its password), and the worker itself closes every descriptor it inherited past
+/// stdin, stdout and stderr and limits its memory, CPU time, files and descriptors
+/// before it reads the note (`RenderWorker.confine`).
 public final class WorkerRendering: NoteRendering {
     let executable: String
     let arguments: [String]
     let budget: Duration
-    private let slots: AsyncSlots
+    private let slots: FairGate
 
     /// - Parameters:
     ///   - executable: a program that reads markdown on stdin and writes `RenderedNote`
     ///     JSON on stdout (notesd itself, with `arguments` = `["--render-worker"]`).
-    public init(executable: String, arguments: [String], budget: Duration = .seconds(5), concurrency: Int = 2) {
+    public init(executable: String, arguments: [String], budget: Duration = .seconds(5), concurrency: Int = 2, waiting: Int = 64) {
         self.executable = executable
         self.arguments = arguments
         self.budget = budget
-        self.slots = AsyncSlots(count: concurrency)
+        self.slots = FairGate(name: "page renders", permits: concurrency, waitingPerAccount: 8, waitingInAll: waiting)
     }
 
-    public func render(_ markdown: String) async -> RenderedNote {
-        await slots.acquire()
+    public func render(_ markdown: String) async throws(NotesError) -> RenderedNote {
+        do {
+            try await slots.acquire()
+        } catch let error as NotesError {
+            throw error
+        } catch {
+            throw NotesError(.serviceUnavailable, "The page was not rendered: its request ended first.", retryAfter: 1)
+        }
         defer { slots.release() }
         return await run(markdown) ?? .plainText(markdown)
     }
@@ -77,6 +92,7 @@ public final class WorkerRendering: NoteRendering {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
+        process.environment = [:]
         let finished = Flag()
         do { try process.run() } catch { return nil }
         let pid = process.processIdentifier
@@ -117,39 +133,32 @@ final class Flag: Sendable {
     func set() { value.withLock { $0 = true } }
 }
 
-/// A counting semaphore for tasks.
-final class AsyncSlots: Sendable {
-    private struct State {
-        var free: Int
-        var waiting: [CheckedContinuation<Void, Never>] = []
-    }
-    private let state: Mutex<State>
+/// Renders under way, by record version: a visitor who asks for a page being rendered
+/// waits for that render instead of starting another. Each render runs in a task of its
+/// own, so a visitor who leaves does not cancel it for the others.
+final class RenderFlights: Sendable {
+    private let running = Mutex<[String: Task<Result<RenderedNote, NotesError>, Never>]>([:])
 
-    init(count: Int) { state = Mutex(State(free: max(1, count))) }
-
-    func acquire() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let granted = state.withLock { state in
-                if state.free > 0 {
-                    state.free -= 1
-                    return true
+    func once(_ key: String, _ work: @escaping @Sendable () async throws(NotesError) -> RenderedNote) async throws(NotesError) -> RenderedNote {
+        let task = running.withLock { running in
+            if let task = running[key] { return task }
+            let task = Task { () -> Result<RenderedNote, NotesError> in
+                let outcome: Result<RenderedNote, NotesError>
+                do {
+                    outcome = .success(try await work())
+                } catch let error as NotesError {
+                    outcome = .failure(error)
+                } catch {
+                    outcome = .failure(NotesError(.internalError, "The page could not be made."))
                 }
-                state.waiting.append(continuation)
-                return false
+                return outcome
             }
-            if granted { continuation.resume() }
+            running[key] = task
+            return task
         }
-    }
-
-    func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if state.waiting.isEmpty {
-                state.free += 1
-                return nil
-            }
-            return state.waiting.removeFirst()
-        }
-        next?.resume()
+        let outcome = await task.value
+        _ = running.withLock { running in running[key] == task ? running.removeValue(forKey: key) : nil }
+        return try outcome.get()
     }
 }
 

@@ -25,6 +25,8 @@ struct PublicPageController {
     let cache = RenderCache()
     /// Notes' titles for indexes, once per record version.
     let titles = TitleCache()
+    /// Renders under way, by record version.
+    let flights = RenderFlights()
 
     /// What the browser may load: the stylesheet and images from here, nothing else, and
     /// no script at all (a note's HTML is escaped anyway; this is the second wall).
@@ -125,14 +127,21 @@ struct PublicPageController {
     }
 
     /// The note's page body, from the cache when this version was rendered before.
+    ///
+    /// One render per version however many visitors ask at once: the first one's render
+    /// is awaited by the others (`flights`). A note of more than
+    /// `Limits.renderedNoteBytes` is shown as plain text without a render.
     func rendered(_ note: Record, token: String, pass: String?) async throws -> RenderedNote {
         let key = "\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(note.changeTag)"
         if let hit = cache.get(key) { return hit }
-        let full = try await store.publicRecord(urlToken: token, recordName: note.recordName, pass: pass)
-        let page = await renderer.render(full.body ?? "")
-        // The version read may be newer than the listing's; it is cached under its own tag.
-        cache.put("\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(full.changeTag)", page)
-        return page
+        return try await flights.once(key) { [store, renderer, cache] () async throws(NotesError) -> RenderedNote in
+            let full = try await store.publicRecord(urlToken: token, recordName: note.recordName, pass: pass)
+            let markdown = full.body ?? ""
+            let page = markdown.utf8.count > Limits.renderedNoteBytes ? RenderedNote.plainText(markdown) : try await renderer.render(markdown)
+            // The version read may be newer than the listing's; it is cached under its own tag.
+            cache.put("\(note.zone.owner)/\(note.zone.name)/\(note.recordName)@\(full.changeTag)", page)
+            return page
+        }
     }
 }
 

@@ -70,7 +70,9 @@ package enum PasswordAttempts {
 
     /// Counts a guess, runs PBKDF2 on the password gate, and gives the guess back when
     /// it was right (or the check could not run). Returns whether it was right.
-    static func guess(_ password: String, against guarded: (shareID: String, salt: Data, hash: Data), client: String, store: some LinkPasswordStore) async throws(NotesError) -> Bool {
+    static func guess(_ password: String, against guarded: (shareID: String, salt: Data, hash: Data), client: String, store: some LinkPasswordStore) async throws(NotesError)
+        -> Bool
+    {
         let keys = keys(shareID: guarded.shareID, client: client)
         if case .refused(let seconds) = try await store.reservePasswordGuess(keys) { throw refusal(seconds) }
         let right: Bool

@@ -16,6 +16,8 @@ public final class FairGate: Sendable {
     public let name: String
     public let permits: Int
     public let waitingPerAccount: Int
+    /// Calls that may wait, all accounts together; one more gets `serviceUnavailable`.
+    public let waitingInAll: Int
     private let state: Mutex<State>
 
     private struct Waiter {
@@ -29,6 +31,8 @@ public final class FairGate: Sendable {
         /// Accounts with a call waiting, in the order they get their next permit.
         var turns: [String] = []
         var nextID: UInt64 = 0
+        /// Calls admitted to wait and not yet given a permit or gone.
+        var waiting = 0
 
         /// Hands the permit being set free to the next account in turn, if one waits.
         mutating func nextWaiter() -> Waiter? {
@@ -36,6 +40,7 @@ public final class FairGate: Sendable {
             let account = turns.removeFirst()
             var line = lines[account, default: []]
             let waiter = line.removeFirst()
+            waiting -= 1
             if line.isEmpty {
                 lines[account] = nil
             } else {
@@ -50,6 +55,7 @@ public final class FairGate: Sendable {
         mutating func remove(_ id: UInt64, of account: String) -> Waiter? {
             guard var line = lines[account], let index = line.firstIndex(where: { $0.id == id }) else { return nil }
             let waiter = line.remove(at: index)
+            waiting -= 1
             if line.isEmpty {
                 lines[account] = nil
                 turns.removeAll { $0 == account }
@@ -60,11 +66,12 @@ public final class FairGate: Sendable {
         }
     }
 
-    public init(name: String, permits: Int, waitingPerAccount: Int = 64) {
-        precondition(permits > 0 && waitingPerAccount > 0)
+    public init(name: String, permits: Int, waitingPerAccount: Int = 64, waitingInAll: Int = .max) {
+        precondition(permits > 0 && waitingPerAccount > 0 && waitingInAll > 0)
         self.name = name
         self.permits = permits
         self.waitingPerAccount = waitingPerAccount
+        self.waitingInAll = waitingInAll
         state = Mutex(State(free: permits))
     }
 
@@ -85,7 +92,9 @@ public final class FairGate: Sendable {
     /// For callers whose work cannot be a `@Sendable` closure.
     public func acquire(for account: String = WorkCaller.current) async throws {
         enum Admission {
-            case now, wait(UInt64), refused
+            case now
+            case wait(UInt64)
+            case refused, full
         }
         let admission = state.withLock { state -> Admission in
             if state.free > 0 && state.turns.isEmpty {
@@ -93,6 +102,8 @@ public final class FairGate: Sendable {
                 return .now
             }
             if state.lines[account, default: []].count >= waitingPerAccount { return .refused }
+            if state.waiting >= waitingInAll { return .full }
+            state.waiting += 1
             state.nextID += 1
             return .wait(state.nextID)
         }
@@ -101,6 +112,8 @@ public final class FairGate: Sendable {
         case .now: return
         case .refused:
             throw NotesError(.requestRateLimited, "Too many of your requests are waiting for \(name); wait for them to finish and try again.", retryAfter: 1)
+        case .full:
+            throw NotesError(.serviceUnavailable, "notesd is busy with \(name); try again in a few seconds.", retryAfter: 2)
         case .wait(let waiterID): id = waiterID
         }
         try await withTaskCancellationHandler {
@@ -109,6 +122,7 @@ public final class FairGate: Sendable {
                     // A permit may have come free between the two locks.
                     if state.free > 0 && state.turns.isEmpty {
                         state.free -= 1
+                        state.waiting -= 1
                         return true
                     }
                     if state.lines[account] == nil { state.turns.append(account) }

@@ -47,6 +47,12 @@ struct Notesd: AsyncParsableCommand {
     /// the thread that read it instead of hopping to the cooperative pool and back (two
     /// context switches per request, expensive on small virtual machines).
     static func main() async {
+        if CommandLine.arguments.dropFirst().first == "--render-worker" {
+            // Before NIO opens anything: the worker closes every descriptor it inherited.
+            RenderWorker.confine()
+            RenderWorker.serve()
+            return
+        }
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         await main(nil)
     }
@@ -114,10 +120,7 @@ struct Notesd: AsyncParsableCommand {
 
     func run() async throws {
         if renderWorker {
-            // The render worker: markdown on stdin, RenderedNote JSON on stdout.
-            let input = FileHandle.standardInput.readDataToEndOfFile()
-            let note = RenderedNote.renderHere(String(decoding: input, as: UTF8.self))
-            FileHandle.standardOutput.write(try JSONEncoder().encode(note))
+            RenderWorker.serve()
             return
         }
         // A render worker killed mid-write must not take notesd with it.

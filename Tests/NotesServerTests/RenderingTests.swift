@@ -2,6 +2,7 @@ import Foundation
 import NotesModel
 @testable import NotesServer
 import NotesTestSupport
+import Synchronization
 import Testing
 
 /// Public pages render notes in a worker process with a time budget, once per version.
@@ -36,7 +37,7 @@ import Testing
             #expect(rendered != nil, "\(name) did not render within the budget")
         }
         // And a plain note comes out as HTML.
-        #expect(await worker.render("# Title\n\nSome *text*.\n") == RenderedNote(title: "Title", html: "<h1 id=\"title\">Title</h1>\n<p>Some <em>text</em>.</p>\n"))
+        #expect(try await worker.render("# Title\n\nSome *text*.\n") == RenderedNote(title: "Title", html: "<h1 id=\"title\">Title</h1>\n<p>Some <em>text</em>.</p>\n"))
     }
 
     @Test func aWorkerOverItsBudgetIsKilledAndTheNoteShownAsText() async throws {
@@ -44,10 +45,77 @@ import Testing
         let stuck = WorkerRendering(executable: "/bin/sh", arguments: ["-c", "exec sleep 600"], budget: .milliseconds(300))
         let clock = ContinuousClock()
         let start = clock.now
-        #expect(await stuck.render("<b>*x*</b>") == RenderedNote(title: nil, html: "<pre class=\"unrendered\">&lt;b&gt;*x*&lt;/b&gt;</pre>\n"))
+        #expect(try await stuck.render("<b>*x*</b>") == RenderedNote(title: nil, html: "<pre class=\"unrendered\">&lt;b&gt;*x*&lt;/b&gt;</pre>\n"))
         #expect(clock.now - start < .seconds(60), "the stuck worker was not killed")
         let crashing = WorkerRendering(executable: "/bin/sh", arguments: ["-c", "cat > /dev/null; kill -SEGV $$"], budget: .seconds(30))
-        #expect(await crashing.render(String(repeating: "x", count: 1 << 20)).html.hasPrefix("<pre class=\"unrendered\">"))
+        #expect(try await crashing.render(String(repeating: "x", count: 1 << 20)).html.hasPrefix("<pre class=\"unrendered\">"))
+    }
+
+    /// The worker was notesd itself with notesd's environment (the PostgreSQL URL and its
+    /// password included), its inherited descriptors and no resource limits.
+    @Test func theWorkerStartsWithNothingOfNotesdsAndLimitsItself() async throws {
+        // Given notesd's worker, started as WorkerRendering starts it
+        let reporting = WorkerRendering(
+            executable: "/bin/sh", arguments: ["-c", #"cat > /dev/null; printf '{"html":"%s"}' "$(env | grep -cv '^PWD=\|^SHLVL=\|^_=')""#],
+            budget: .seconds(30))
+        // Then its environment is empty (what sh adds of its own aside)
+        let report = try await reporting.render("x").html
+        #expect(report == "0", "\(report)")
+
+        // When the worker itself is waiting for its note
+        let worker = Process()
+        worker.executableURL = URL(fileURLWithPath: DaemonProcess.binary)
+        worker.arguments = ["--render-worker"]
+        let input = Pipe()
+        worker.standardInput = input
+        // (a pipe of the test's, open without close-on-exec as notesd's render pipes are)
+        let stray = Pipe()
+        defer { try? stray.fileHandleForWriting.close() }
+        worker.standardOutput = FileHandle.nullDevice
+        try worker.run()
+        defer {
+            try? input.fileHandleForWriting.close()
+            worker.waitUntilExit()
+        }
+        let limitsPath = "/proc/\(worker.processIdentifier)/limits"
+        func limits() -> String { (try? String(contentsOfFile: limitsPath, encoding: .utf8)) ?? "" }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while !limits().replacingOccurrences(of: " ", with: "").contains("Maxfilesize00bytes") && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // Then it holds only stdin, stdout and stderr, and is bounded in memory, CPU, files and descriptors
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker.processIdentifier)/fd").sorted()
+        #expect(descriptors == ["0", "1", "2"], "\(descriptors)")
+        let text = limits()
+        for line in ["Max address space         1073741824", "Max cpu time              30", "Max open files            16", "Max file size             0"] {
+            #expect(
+                text.split(separator: "\n").contains { $0.replacingOccurrences(of: " ", with: "").hasPrefix(line.replacingOccurrences(of: " ", with: "")) }, "\(line) in \(text)")
+        }
+    }
+
+    /// Many visitors opening one page at once started one render each.
+    @Test func visitorsOfOnePageAtOnceShareOneRender() async throws {
+        // Given a renderer that counts its renders and takes a while
+        let counting = CountingRenderer()
+        let flights = RenderFlights()
+        // When 50 visitors ask for the same version at once
+        let pages = try await withThrowingTaskGroup(of: RenderedNote.self) { group in
+            for _ in 0..<50 { group.addTask { try await flights.once("alice/z/n@5") { () async throws(NotesError) in try await counting.render("# Same") } } }
+            return try await group.reduce(into: [RenderedNote]()) { $0.append($1) }
+        }
+        // Then one render served them all
+        #expect(pages.count == 50 && Set(pages.map(\.html)).count == 1)
+        #expect(counting.renders <= 2, "\(counting.renders) renders")
+    }
+
+    final class CountingRenderer: NoteRendering {
+        private let count = Mutex(0)
+        var renders: Int { count.withLock { $0 } }
+        func render(_ markdown: String) async throws(NotesError) -> RenderedNote {
+            count.withLock { $0 += 1 }
+            try? await Task.sleep(for: .milliseconds(300))
+            return RenderedNote.renderHere(markdown)
+        }
     }
 
     @Test func theRenderCacheHoldsItsByteBound() {

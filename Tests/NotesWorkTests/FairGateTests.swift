@@ -42,7 +42,12 @@ import Testing
         let held = Latch()
         let entered = Latch()
         let order = Order()
-        let holder = Task { try await gate.withPermit(for: "holder") { entered.open(); await held.wait() } }
+        let holder = Task {
+            try await gate.withPermit(for: "holder") {
+                entered.open()
+                await held.wait()
+            }
+        }
         await entered.wait()
         // When alice queues five calls, and then bob one
         var calls: [Task<Void, any Error>] = []
@@ -62,7 +67,12 @@ import Testing
         let gate = FairGate(name: "the writer", permits: 1, waitingPerAccount: 2)
         let held = Latch()
         let entered = Latch()
-        let holder = Task { try await gate.withPermit(for: "holder") { entered.open(); await held.wait() } }
+        let holder = Task {
+            try await gate.withPermit(for: "holder") {
+                entered.open()
+                await held.wait()
+            }
+        }
         await entered.wait()
         let first = Task { try await gate.withPermit(for: "alice") { 1 } }
         await Self.waitUntil { gate.waiting == 1 }
@@ -89,7 +99,12 @@ import Testing
         let gate = FairGate(name: "the writer", permits: 1)
         let held = Latch()
         let entered = Latch()
-        let holder = Task { try await gate.withPermit(for: "holder") { entered.open(); await held.wait() } }
+        let holder = Task {
+            try await gate.withPermit(for: "holder") {
+                entered.open()
+                await held.wait()
+            }
+        }
         await entered.wait()
         let waiting = Task { try await gate.withPermit(for: "alice") { "ran" } }
         await Self.waitUntil { gate.waiting == 1 }

@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "notes", targets: ["notes"]),
         .executable(name: "notes-bench", targets: ["notes-bench"]),
         .executable(name: "notes-fsbench", targets: ["notes-fsbench"]),
+        .executable(name: "notes-neighbours", targets: ["notes-neighbours"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
@@ -207,6 +208,17 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // One account's heavy use against other accounts' latency: see BENCHMARKS.md.
+        .executableTarget(
+            name: "notes-neighbours",
+            dependencies: [
+                "NotesModel", "NotesClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

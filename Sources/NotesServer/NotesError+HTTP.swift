@@ -1,6 +1,7 @@
 public import Hummingbird
 import Foundation
 public import NotesModel
+import NotesWork
 
 extension NotesError: ResponseGenerator {}
 extension NotesError: HTTPResponseError {
@@ -54,7 +55,7 @@ enum JSONResponse {
 extension Request {
     /// Reads and decodes the JSON body, with the errors a caller can act on: 413 past
     /// the size limit, 400 naming what is wrong with the JSON.
-    mutating func decodeJSON<T: Decodable>(_ type: T.Type) async throws(NotesError) -> T {
+    mutating func decodeJSON<T: Decodable & Sendable>(_ type: T.Type) async throws(NotesError) -> T {
         let buffer: ByteBuffer
         do {
             buffer = try await collectBody(upTo: Limits.maxRequestBytes)
@@ -65,13 +66,24 @@ extension Request {
             throw NotesError(.invalidArguments, "The request has no body; send a JSON object.")
         }
         do {
-            return try NotesJSON.decoder().decode(T.self, from: Data(buffer.readableBytesView))
+            let data = Data(buffer.readableBytesView)
+            // A large body (a batch of notes) decodes for tens of milliseconds: on a thread
+            // of its own, in turns by caller, not on the event loop that carries other
+            // callers' connections.
+            guard data.count > Self.decodedInPlace else { return try NotesJSON.decoder().decode(T.self, from: data) }
+            return try await Self.decoding.withPermit { try await Blocking.run { try NotesJSON.decoder().decode(T.self, from: data) } }
+        } catch let error as NotesError {
+            throw error
         } catch let error as DecodingError {
             throw NotesError(.invalidArguments, "The request body is not valid for this call: \(Self.describe(error))")
         } catch {
             throw NotesError(.invalidArguments, "The request body is not valid JSON.")
         }
     }
+
+    /// Bodies up to this size are decoded where they arrived (microseconds).
+    static let decodedInPlace = 64 * 1024
+    static let decoding = FairGate(name: "request decoding", permits: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), waitingPerAccount: 16)
 
     static func describe(_ error: DecodingError) -> String {
         func path(_ context: DecodingError.Context) -> String {

@@ -34,9 +34,12 @@ public final class FairGate: Sendable {
         /// Calls admitted to wait and not yet given a permit or gone.
         var waiting = 0
 
-        /// Hands the permit being set free to the next account in turn, if one waits.
-        mutating func nextWaiter() -> Waiter? {
+        /// Hands the permit `released` sets free to the next account in turn, if one
+        /// waits: never to `released` itself while another account waits (it was just
+        /// served; its line came round before the other account joined).
+        mutating func nextWaiter(after released: String) -> Waiter? {
             guard !turns.isEmpty else { return nil }
+            if turns.count > 1, turns[0] == released { turns.append(turns.removeFirst()) }
             let account = turns.removeFirst()
             var line = lines[account, default: []]
             let waiter = line.removeFirst()
@@ -81,7 +84,7 @@ public final class FairGate: Sendable {
         for account: String = WorkCaller.current, _ body: @Sendable () async throws -> T
     ) async throws -> T {
         try await acquire(for: account)
-        defer { release() }
+        defer { release(for: account) }
         return try await body()
     }
 
@@ -137,10 +140,10 @@ public final class FairGate: Sendable {
         }
     }
 
-    /// Sets free a permit taken with `acquire`.
-    public func release() {
+    /// Sets free a permit `account` took with `acquire`.
+    public func release(for account: String = WorkCaller.current) {
         let next = state.withLock { state -> Waiter? in
-            if let waiter = state.nextWaiter() { return waiter }
+            if let waiter = state.nextWaiter(after: account) { return waiter }
             state.free += 1
             return nil
         }

@@ -33,4 +33,32 @@ import Testing
         #expect(daemon.peakResidentMiB < 200, "notesd's peak: \(daemon.peakResidentMiB) MiB")
         _ = try await daemon.stop()
     }
+
+    /// The short run of `notes-neighbours` (the benchmark of BENCHMARKS.md): one account
+    /// runs each heavy pattern, then all of them together, while another saves a note
+    /// every 50 ms and a visitor reads a public page. The bounds are generous (a debug
+    /// build on a busy 2-core machine); the figures that matter are the release run's.
+    @Test(arguments: ["sqlite", "postgres"])
+    func anotherAccountsHeavyUseStopsNobodyAndStaysWithinMemory(_ backend: String) async throws {
+        let database = backend == "postgres" ? try PostgresCluster.shared().createDatabase() : nil
+        let binary = URL(fileURLWithPath: DaemonProcess.binary).deletingLastPathComponent().appendingPathComponent("notes-neighbours").path
+        let run = await Shell.runOnOwnThread("'\(binary)' --short --json --notesd '\(DaemonProcess.binary)'\(database.map { " --database '\($0)'" } ?? "")")
+        #expect(run.status == 0, "\(run)")
+        let phases = run.stdout.split(separator: "\n").compactMap { line in
+            try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        }
+        #expect(phases.map { $0["phase"] as? String ?? "?" } == ["idle", "lookup", "title", "passwords", "batches", "guesses", "all"], "\(run.stdout)")
+        for phase in phases {
+            let name = phase["phase"] as? String ?? "?"
+            // Nobody else is stopped: notesd stays up, and neither victim gets an error
+            #expect(phase["notesdAlive"] as? Bool == true, "\(name): notesd died")
+            #expect(phase["victimErrors"] as? Int == 0, "\(name): \(phase["victimErrorKinds"] ?? "")")
+            // nor waits for seconds, and notesd's memory stays bounded
+            #expect((phase["saveP99"] as? Double ?? .infinity) < 5_000, "\(name): a save's p99 was \(phase["saveP99"] ?? "?") ms")
+            #expect((phase["pageP99"] as? Double ?? .infinity) < 5_000, "\(name): a page's p99 was \(phase["pageP99"] ?? "?") ms")
+            #expect((phase["peakMegabytes"] as? Double ?? .infinity) < 300, "\(name): notesd's peak was \(phase["peakMegabytes"] ?? "?") MB")
+        }
+        // And 200 guesses at once are refused past the limit, unhashed
+        #expect((phases.first { $0["phase"] as? String == "guesses" }?["attackerRefused"] as? Int ?? 0) >= 150)
+    }
 }

@@ -1,0 +1,402 @@
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import NotesClient
+import NotesModel
+
+/// `notes-neighbours`: what one account's heavy use does to everyone else on the same
+/// notesd. One account (mallory) runs each pattern that once stopped, stalled or swelled
+/// notesd, one at a time and then all together, while another (alice) saves a small note
+/// every 50 ms and a visitor reads a public page every 50 ms. Each phase prints the
+/// victims' p50/p99 against their idle figures, their errors, notesd's peak memory, and
+/// what the attacker got done and was refused.
+@main
+struct Neighbours: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notes-neighbours",
+        abstract: "Measure what one account's heavy use does to other accounts' latency on one notesd.",
+        discussion: """
+            Starts its own notesd (next to this binary, or --notesd) in a temporary folder, on
+            the embedded SQLite store or on --database (a throwaway PostgreSQL database).
+            Build in release mode first for figures; the test suite runs --short on a debug
+            build with generous bounds.
+
+            Examples:
+              swift build -c release && .build/release/notes-neighbours
+              .build/release/notes-neighbours --database postgres://bench@%2Ftmp%2Fpg/bench --seconds 20
+              .build/debug/notes-neighbours --short --json
+            """)
+
+    /// Swift concurrency on NIO's event loops, as notesd runs it.
+    static func main() async {
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        await main(nil)
+    }
+
+    @Option(help: "Seconds each phase runs.")
+    var seconds: Double = 10
+
+    @Flag(help: "A short run (2 s a phase, smaller patterns): what the test suite runs.")
+    var short = false
+
+    @Flag(help: "Print the phases as JSON lines instead of a table.")
+    var json = false
+
+    @Option(help: "Path of the notesd binary (default: next to this one).")
+    var notesd: String?
+
+    @Option(help: "Run notesd on this PostgreSQL database (postgres://…; a throwaway one).")
+    var database: String?
+
+    @Option(help: "Only these patterns (comma-separated: lookup, title, passwords, batches, guesses, all).")
+    var patterns: String?
+
+    func run() async throws {
+        let binary = notesd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notesd").path
+        let daemon = try await Daemon.start(binary: binary, database: database)
+        defer { daemon.stop() }
+        let world = try await World.make(daemon, short: short)
+        let duration = short ? 2 : seconds
+        let chosen = patterns.map { Set($0.split(separator: ",").map(String.init)) }
+        if !json {
+            print("notes-neighbours: notesd on \(database == nil ? "SQLite" : "PostgreSQL"), \(duration) s a phase\(short ? " (short)" : "")")
+            print(Phase.header)
+        }
+        let idle = try await Phase.measure("idle", world: world, daemon: daemon, seconds: duration, idle: nil, attack: [])
+        report(idle)
+        for pattern in Pattern.allCases where chosen?.contains(pattern.rawValue) ?? true {
+            let attack = pattern == .all ? Pattern.allCases.filter { $0 != .all } : [pattern]
+            report(try await Phase.measure(pattern.rawValue, world: world, daemon: daemon, seconds: duration, idle: idle, attack: attack))
+        }
+    }
+
+    func report(_ phase: Phase.Outcome) {
+        if json {
+            print(String(decoding: (try? JSONEncoder().encode(phase)) ?? Data(), as: UTF8.self))
+        } else {
+            print(phase.row)
+        }
+    }
+}
+
+/// The patterns one account runs, each as fast as notesd lets it.
+enum Pattern: String, CaseIterable, Sendable {
+    /// A lookup naming a 4 MiB note 2,000 times, two at a time.
+    case lookup
+    /// A public folder whose note's title is `# ` and 65,000 `[`, saved anew and its
+    /// folder page opened, again and again.
+    case title
+    /// A link password set 8 times at once, again and again.
+    case passwords
+    /// Batches of 400 notes of 40 KB, 4 at once.
+    case batches
+    /// 200 wrong link passwords at once from one address.
+    case guesses
+    case all
+}
+
+/// notesd in a folder of its own, on the socket and on TCP.
+final class Daemon: Sendable {
+    let process: Process
+    let folder: String
+    let port: Int
+    let socket: String
+
+    private init(process: Process, folder: String, port: Int, socket: String) {
+        self.process = process
+        self.folder = folder
+        self.port = port
+        self.socket = socket
+    }
+
+    static func start(binary: String, database: String?) async throws -> Daemon {
+        let folder = "/tmp/notes-neighbours-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let socket = "\(folder)/notesd.sock"
+        let port = Int.random(in: 20_000...30_000)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments =
+            ["--data-dir", folder, "--socket", socket, "--listen", "127.0.0.1:\(port)", "--log-level", "error"]
+            + (database.map { ["--database", $0] } ?? [])
+        try process.run()
+        let daemon = Daemon(process: process, folder: folder, port: port, socket: socket)
+        for _ in 0..<600 {
+            if (try? await daemon.admin().whoami()) != nil { return daemon }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        daemon.stop()
+        throw NotesError(.serviceUnavailable, "notesd did not start; run it by hand with the same options to see why.")
+    }
+
+    func admin() -> NotesClient { NotesClient(endpoint: .unixSocket(socket), timeoutSeconds: 120) }
+    func tcp(token: String?) -> NotesClient { NotesClient(endpoint: .http("http://127.0.0.1:\(port)"), token: token, timeoutSeconds: 120) }
+
+    /// notesd's most resident memory since the last `resetPeak`, in MB.
+    var peakMegabytes: Double {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan) / 1024
+    }
+
+    /// Starts the peak over from the memory held now (`clear_refs`, Linux 4.0 on).
+    func resetPeak() {
+        try? "5".write(toFile: "/proc/\(process.processIdentifier)/clear_refs", atomically: false, encoding: .utf8)
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// The accounts, notes and links the phases use.
+struct World: Sendable {
+    let alice: NotesClient
+    let mallory: NotesClient
+    /// Anonymous visitors: the victim over TCP, the attacker on the socket (another
+    /// address, as two visitors would be).
+    let visitor: NotesClient
+    let anonymousAttacker: NotesClient
+    let alicePage: String
+    let malloryPage: String
+    let malloryShareID: String
+    let passwordLink: String
+    let malloryZone: ZoneID
+    let aliceZone: ZoneID
+    let short: Bool
+
+    static func make(_ daemon: Daemon, short: Bool) async throws -> World {
+        let admin = daemon.admin()
+        let alice = daemon.tcp(token: try await admin.createAccount(name: "alice").token)
+        let mallory = daemon.tcp(token: try await admin.createAccount(name: "mallory").token)
+        let aliceZone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
+        let malloryZone = ZoneID(owner: "mallory", name: ZoneID.defaultZoneName)
+        // alice's public page, which the visitor reads
+        _ = try await alice.modify(
+            ModifyRequest(
+                zone: aliceZone,
+                saves: [
+                    RecordSave(recordName: "page", recordType: .note, name: "page.md", body: "# Minutes\n\n" + String(repeating: "A line of the minutes.\n", count: 200)),
+                    RecordSave(recordName: "mine", recordType: .note, name: "mine.md", body: "0"),
+                ]))
+        let alicePage = try await alice.createShare(NewShare(zone: aliceZone, rootRecordName: "page", publicPermission: .readOnly)).urlToken
+        // mallory's large note, public folder with the bracket title, and a link with a password
+        let large = String(repeating: "0123456789abcdef", count: (short ? 1 : 4) << 16)
+        _ = try await mallory.modify(
+            ModifyRequest(
+                zone: malloryZone,
+                saves: [
+                    RecordSave(recordName: "large", recordType: .note, name: "large.md", body: large),
+                    RecordSave(recordName: "folder", recordType: .folder, name: "folder"),
+                    RecordSave(recordName: "brackets", recordType: .note, name: "brackets.md", parent: "folder", body: "# " + String(repeating: "[", count: 65_000)),
+                    RecordSave(recordName: "locked", recordType: .note, name: "locked.md", body: "secret"),
+                ]))
+        let folder = try await mallory.createShare(NewShare(zone: malloryZone, rootRecordName: "folder", publicPermission: .readOnly))
+        let locked = try await mallory.createShare(NewShare(zone: malloryZone, rootRecordName: "locked", publicPermission: .readOnly))
+        _ = try await mallory.updateShare(id: locked.id, ShareUpdate(publicPassword: "the right one"))
+        return World(
+            alice: alice, mallory: mallory, visitor: daemon.tcp(token: nil), anonymousAttacker: NotesClient(endpoint: .unixSocket(daemon.socket), timeoutSeconds: 120),
+            alicePage: alicePage, malloryPage: folder.urlToken, malloryShareID: locked.id, passwordLink: locked.urlToken, malloryZone: malloryZone,
+            aliceZone: aliceZone, short: short)
+    }
+}
+
+/// Latencies and errors gathered by one loop.
+final class Tally: @unchecked Sendable {
+    // (Guarded by `lock`: loops on several threads add to one tally.)
+    private let lock = NSLock()
+    private var latencies: [Double] = []
+    private var errors: [String: Int] = [:]
+    private var done = 0
+
+    func record(_ milliseconds: Double) {
+        lock.withLock {
+            latencies.append(milliseconds)
+            done += 1
+        }
+    }
+
+    func fail(_ what: String) { lock.withLock { errors[what, default: 0] += 1 } }
+
+    var summary: (p50: Double, p99: Double, count: Int, errors: [String: Int]) {
+        lock.withLock {
+            let sorted = latencies.sorted()
+            func at(_ q: Double) -> Double { sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
+            return (at(0.5), at(0.99), done, errors)
+        }
+    }
+}
+
+enum Phase {
+    struct Outcome: Codable {
+        var phase: String
+        var saveP50: Double
+        var saveP99: Double
+        var pageP50: Double
+        var pageP99: Double
+        /// The victims' p99 against their idle p99 (1 in the idle phase).
+        var saveRatio: Double
+        var pageRatio: Double
+        var victimErrors: Int
+        var victimErrorKinds: [String: Int]
+        var peakMegabytes: Double
+        var attackerDone: Int
+        var attackerRefused: Int
+        var notesdAlive: Bool
+
+        var row: String {
+            func ms(_ value: Double) -> String { String(format: "%7.1f", value) }
+            let kinds = victimErrorKinds.isEmpty ? "" : " \(victimErrorKinds)"
+            return "\(phase.padding(toLength: 10, withPad: " ", startingAt: 0)) \(ms(saveP50)) \(ms(saveP99)) \(String(format: "%5.1fx", saveRatio))"
+                + "  \(ms(pageP50)) \(ms(pageP99)) \(String(format: "%5.1fx", pageRatio))  \(String(format: "%6d", victimErrors))"
+                + "  \(String(format: "%7.0f", peakMegabytes))  \(String(format: "%6d", attackerDone)) \(String(format: "%6d", attackerRefused))"
+                + (notesdAlive ? "" : "  NOTESD DIED") + kinds
+        }
+    }
+
+    static let header = """
+        phase      save p50    p99  ×idle   page p50    p99  ×idle  errors  peak MB    done    429
+        """
+
+    static func measure(_ name: String, world: World, daemon: Daemon, seconds: Double, idle: Outcome?, attack: [Pattern]) async throws -> Outcome {
+        daemon.resetPeak()
+        let saves = Tally()
+        let pages = Tally()
+        let attacker = Tally()
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await victimSaves(world, saves, until: deadline) }
+            group.addTask { await victimPage(world, pages, until: deadline) }
+            for pattern in attack {
+                for lane in 0..<lanes(pattern) {
+                    group.addTask { await run(pattern, lane: lane, world: world, tally: attacker, until: deadline) }
+                }
+            }
+        }
+        let save = saves.summary
+        let page = pages.summary
+        let attack = attacker.summary
+        let refused = attack.errors.filter { ["requestRateLimited", "serviceUnavailable"].contains($0.key) }.values.reduce(0, +)
+        return Outcome(
+            phase: name, saveP50: save.p50, saveP99: save.p99, pageP50: page.p50, pageP99: page.p99,
+            saveRatio: idle.map { save.p99 / $0.saveP99 } ?? 1, pageRatio: idle.map { page.p99 / $0.pageP99 } ?? 1,
+            victimErrors: save.errors.values.reduce(0, +) + page.errors.values.reduce(0, +),
+            victimErrorKinds: save.errors.merging(page.errors, uniquingKeysWith: +), peakMegabytes: daemon.peakMegabytes,
+            attackerDone: attack.count, attackerRefused: refused, notesdAlive: daemon.isRunning)
+    }
+
+    static func lanes(_ pattern: Pattern) -> Int {
+        switch pattern {
+        case .lookup: 2
+        case .title, .guesses: 1
+        case .passwords: 8
+        case .batches: 4
+        case .all: 0
+        }
+    }
+
+    static func timed(_ tally: Tally, _ body: () async throws -> Void) async {
+        let start = ContinuousClock.now
+        do {
+            try await body()
+            let elapsed = ContinuousClock.now - start
+            tally.record(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+        } catch let error as NotesError {
+            tally.fail("\(error.code)")
+        } catch {
+            tally.fail("\(type(of: error))")
+        }
+    }
+
+    /// alice saves her note every 50 ms (each save waits for the previous one).
+    static func victimSaves(_ world: World, _ tally: Tally, until deadline: ContinuousClock.Instant) async {
+        var tag = try? await world.alice.records(["mine"], in: world.aliceZone).first?.changeTag
+        var counter = 0
+        while ContinuousClock.now < deadline {
+            let next = ContinuousClock.now + .milliseconds(50)
+            counter += 1
+            await timed(tally) {
+                let saved = try await world.alice.modify(
+                    ModifyRequest(zone: world.aliceZone, saves: [RecordSave(recordName: "mine", recordType: .note, name: "mine.md", body: "\(counter)", changeTag: tag)]))
+                tag = saved.saved.first?.changeTag
+            }
+            try? await Task.sleep(until: next)
+        }
+    }
+
+    /// A visitor reads alice's public page every 50 ms.
+    static func victimPage(_ world: World, _ tally: Tally, until deadline: ContinuousClock.Instant) async {
+        while ContinuousClock.now < deadline {
+            let next = ContinuousClock.now + .milliseconds(50)
+            await timed(tally) {
+                let answer = try await world.visitor.raw("GET", "/s/\(world.alicePage)", body: nil)
+                guard answer.status == 200 else { throw NotesError(.internalError, "page answered \(answer.status)") }
+            }
+            try? await Task.sleep(until: next)
+        }
+    }
+
+    /// One lane of a pattern, as fast as notesd answers it.
+    static func run(_ pattern: Pattern, lane: Int, world: World, tally: Tally, until deadline: ContinuousClock.Instant) async {
+        let mallory = world.mallory
+        var tags: [String: String] = [:]
+        var round = 0
+        while ContinuousClock.now < deadline {
+            round += 1
+            switch pattern {
+            case .lookup:
+                await timed(tally) { _ = try await mallory.records(Array(repeating: "large", count: 2_000), in: world.malloryZone) }
+            case .title:
+                await timed(tally) {
+                    let current = try await mallory.records(["brackets"], in: world.malloryZone).first?.changeTag
+                    _ = try await mallory.modify(
+                        ModifyRequest(
+                            zone: world.malloryZone,
+                            saves: [
+                                RecordSave(
+                                    recordName: "brackets", recordType: .note, name: "brackets.md", parent: "folder",
+                                    body: "# " + String(repeating: "[", count: 65_000) + "\(round)", changeTag: current)
+                            ]))
+                    _ = try await world.anonymousAttacker.raw("GET", "/s/\(world.malloryPage)/", body: nil)
+                }
+            case .passwords:
+                await timed(tally) { _ = try await mallory.updateShare(id: world.malloryShareID, ShareUpdate(publicPassword: "password \(lane) \(round)")) }
+            case .batches:
+                let names = (0..<400).map { "batch-\(lane)-\($0)" }
+                let text = String(repeating: "x", count: world.short ? 4_000 : 40_000)
+                await timed(tally) {
+                    let saved = try await mallory.modify(
+                        ModifyRequest(
+                            zone: world.malloryZone,
+                            saves: names.map { RecordSave(recordName: $0, recordType: .note, name: "\($0).md", body: text + "\(round)", changeTag: tags[$0]) }))
+                    for record in saved.saved { tags[record.recordName] = record.changeTag }
+                }
+            case .guesses:
+                let burst = round
+                await withTaskGroup(of: Void.self) { group in
+                    for index in 0..<200 {
+                        group.addTask {
+                            await timed(tally) {
+                                let answer = try await world.anonymousAttacker.raw(
+                                    "POST", "/s/\(world.passwordLink)", body: Array("password=wrong+\(burst)+\(index)".utf8))
+                                if answer.status == 429 { throw NotesError(.requestRateLimited, "refused") }
+                            }
+                        }
+                    }
+                }
+            case .all:
+                return
+            }
+        }
+    }
+}

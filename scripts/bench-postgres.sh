@@ -1,14 +1,18 @@
 #!/bin/bash
-# notes-bench on a throwaway PostgreSQL 15 cluster of its own (fsync on, as in
-# production), started on a Unix socket under /tmp and removed at the end.
-# Arguments go to notes-bench, e.g. scripts/bench-postgres.sh --records 100000
+# notes-bench (or, with `neighbours` first, notes-neighbours) on a throwaway
+# PostgreSQL 15 cluster of its own (fsync on, as in production), started on a Unix
+# socket under /tmp and removed at the end. The other arguments go to the program, e.g.
+#   scripts/bench-postgres.sh --records 100000
+#   scripts/bench-postgres.sh neighbours --seconds 10
 # Needs Debian's postgresql package (scripts/setup-debian.sh installs it) and a
 # release build (this script makes one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=/usr/lib/postgresql/15/bin
 [ -x "$bin/initdb" ] || { echo "PostgreSQL 15 is not installed: run scripts/setup-debian.sh" >&2; exit 69; }
-swift build -c release --product notes-bench >&2
+program=notes-bench
+if [ "${1:-}" = neighbours ]; then program=notes-neighbours; shift; fi
+swift build -c release --product "$program" >&2
 swift build -c release --product notesd >&2
 dir=$(mktemp -d /tmp/notes-bench-pg-XXXXXX)
 chmod 755 "$dir"
@@ -24,4 +28,4 @@ as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
     -o "-k $dir -c listen_addresses='' -c max_connections=200 -c shared_buffers=256MB" start >/dev/null
 as_postgres "$bin/createdb" -h "$dir" -U postgres bench
 socket=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$dir")
-.build/release/notes-bench --database "postgres://postgres@$socket/bench" "$@"
+".build/release/$program" --database "postgres://postgres@$socket/bench" "$@"

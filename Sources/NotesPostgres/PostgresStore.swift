@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 public import NotesModel
+import NotesWork
 import PostgresNIO
 
 /// The store on PostgreSQL: the same `RecordStore` as `SQLiteStore`, for several notesd
@@ -53,7 +54,13 @@ public final class PostgresStore: RecordStore {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
         try await database.checkAvailable()
-        try await takeConnection()
+        // Sequenced writes follow one another on the counter row, whose lock PostgreSQL
+        // grants first come, first served: taking turns here first, by account, keeps one
+        // account's queued batches from standing between another's save and the lock
+        // (and from holding a connection each while they wait).
+        if sequenced { try await take(database.writer) }
+        defer { if sequenced { database.writer.release() } }
+        try await take(database.connections)
         defer { database.connections.release() }
         let outcome: (T, Set<ChangeNotice>)
         do {
@@ -82,7 +89,7 @@ public final class PostgresStore: RecordStore {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
         try await database.checkAvailable()
-        try await takeConnection()
+        try await take(database.connections)
         defer { database.connections.release() }
         do {
             return try await database.client.withConnection { connection in
@@ -110,7 +117,7 @@ public final class PostgresStore: RecordStore {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
         try await database.checkAvailable()
-        try await takeConnection()
+        try await take(database.connections)
         defer { database.connections.release() }
         do {
             return try await database.client.withConnection { connection in
@@ -123,10 +130,10 @@ public final class PostgresStore: RecordStore {
         }
     }
 
-    /// Waits for the caller's turn at the pool (`PostgresDatabase.connections`).
-    private func takeConnection() async throws(NotesError) {
+    /// Waits for the caller's turn at `gate` (the pool's connections, or the writer).
+    private func take(_ gate: FairGate) async throws(NotesError) {
         do {
-            try await database.connections.acquire()
+            try await gate.acquire()
         } catch let error as NotesError {
             throw error
         } catch {

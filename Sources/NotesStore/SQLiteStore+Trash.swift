@@ -7,7 +7,7 @@ public import NotesModel
 /// (the row is written by `RecordWriter.delete`).
 extension SQLiteStore {
     public func trash(in zone: ZoneID, actor: String) async throws(NotesError) -> [TrashedRecord] {
-        try await read { db in
+        try await readAside { db in
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
             return try Self.trashed(db, in: zone, access: access).map(\.record)
         }
@@ -16,7 +16,7 @@ extension SQLiteStore {
     /// The trash written as JSON straight from SQLite's column buffers (as
     /// `RecordRowJSON` writes change pages): 10,000 entries cost ~70 ms as values.
     public func trashJSON(in zone: ZoneID, actor: String) async throws(NotesError) -> [UInt8] {
-        try await read { db in
+        try await readAside { db in
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
             let statement = try db.cachedStatement(sql: Self.trashSQL)
             let row = statement.sqliteStatement
@@ -64,7 +64,7 @@ extension SQLiteStore {
     }
 
     public func trashedContent(in zone: ZoneID, under recordName: String, actor: String) async throws(NotesError) -> [TrashedContent] {
-        try await read { db in
+        try await readAside { db in
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
             var subtree = try TrashRules.subtree(of: recordName, in: try Self.trashed(db, in: zone, access: access))
             for index in subtree.indices {

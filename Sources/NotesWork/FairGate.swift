@@ -91,6 +91,16 @@ public final class FairGate: Sendable {
     /// Calls waiting now, all accounts together (for metrics and tests).
     public var waiting: Int { state.withLock { $0.lines.values.reduce(0) { $0 + $1.count } } }
 
+    /// Takes a permit only if one is free now and nobody waits; pair a `true` with one
+    /// `release()`.
+    public func tryAcquire() -> Bool {
+        state.withLock { state in
+            guard state.free > 0 && state.turns.isEmpty else { return false }
+            state.free -= 1
+            return true
+        }
+    }
+
     /// Takes a permit for `account`, waiting in its line; pair it with one `release()`.
     /// For callers whose work cannot be a `@Sendable` closure.
     public func acquire(for account: String = WorkCaller.current) async throws {

@@ -1,9 +1,9 @@
 import NIOCore
 import Synchronization
 
-/// Closes a new TCP connection when its address already holds
-/// `Limits.maxConnectionsPerClient`: one client cannot take every socket notesd has.
-/// (Unix-socket connections have no address and are not counted.)
+/// Closes a new connection when its client already holds `Limits.maxConnectionsPerClient`:
+/// one client cannot take every descriptor notesd has. A TCP client is its address; on
+/// the Unix socket, its Unix user.
 final class ConnectionLimiter: Sendable {
     private let open = Mutex<[String: Int]>([:])
     let limit: Int
@@ -36,10 +36,37 @@ final class ConnectionLimiter: Sendable {
 
         init(limiter: ConnectionLimiter) { self.limiter = limiter }
 
+        private var decided = false
+
         func handlerAdded(context: ChannelHandlerContext) {
-            guard let address = context.channel.remoteAddress?.ipAddress else { return }
-            if limiter.admit(address) {
-                counted = address
+            if context.channel.isActive { decide(context: context) }
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            decide(context: context)
+            context.fireChannelActive()
+        }
+
+        /// Counts the connection in once its addresses are known (it is active).
+        private func decide(context: ChannelHandlerContext) {
+            guard !decided else { return }
+            decided = true
+            if let address = context.channel.remoteAddress?.ipAddress {
+                admit(address, context: context)
+            } else if let uid = PeerCredentials.uidFuture(of: context.channel) {
+                // (completed on this channel's event loop, as the handler's calls are)
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                uid.whenSuccess { uid in
+                    let (handler, context) = loopBound.value
+                    handler.admit("uid:\(uid)", context: context)
+                }
+            }
+        }
+
+        private func admit(_ client: String, context: ChannelHandlerContext) {
+            guard context.channel.isActive else { return }
+            if limiter.admit(client) {
+                counted = client
             } else {
                 context.close(promise: nil)
             }

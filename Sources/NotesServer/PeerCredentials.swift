@@ -8,14 +8,19 @@ import NIOCore
 enum PeerCredentials {
     /// The peer's user ID, or `nil` when the channel is not a Unix socket.
     static func uid(of channel: any Channel) async -> uid_t? {
+        try? await uidFuture(of: channel)?.get()
+    }
+
+    /// The same, as a future completed on the channel's event loop (for channel
+    /// handlers); `nil` when the channel is not a Unix socket.
+    static func uidFuture(of channel: any Channel) -> EventLoopFuture<uid_t>? {
         guard case .unixDomainSocket? = channel.localAddress, let provider = channel as? any SocketOptionProvider else {
             return nil
         }
         #if os(Linux)
-            let credentials: PeerCredential? = try? await provider.unsafeGetSocketOption(
-                level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(peerCredentialOption)
-            ).get()
-            return credentials?.uid
+            let credentials: EventLoopFuture<PeerCredential> = provider.unsafeGetSocketOption(
+                level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(peerCredentialOption))
+            return credentials.map(\.uid)
         #else
             return nil
         #endif

@@ -46,6 +46,20 @@ struct Notesd: AsyncParsableCommand {
     /// Runs Swift concurrency on NIO's event loops, so that a request's handler runs on
     /// the thread that read it instead of hopping to the cooperative pool and back (two
     /// context switches per request, expensive on small virtual machines).
+    /// Raises the soft limit on open descriptors to the hard one: every connection is a
+    /// descriptor, and systemd's default soft limit (1,024) is four clients' worth of
+    /// `Limits.maxConnectionsPerClient`. Returns the limit in force.
+    static func raiseDescriptorLimit() -> UInt64 {
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        var limit = rlimit()
+        guard getrlimit(resource, &limit) == 0 else { return 0 }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = rlimit(rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max)
+            if setrlimit(resource, &raised) == 0 { limit = raised }
+        }
+        return UInt64(limit.rlim_cur)
+    }
+
     static func main() async {
         if CommandLine.arguments.dropFirst().first == "--render-worker" {
             // Before NIO opens anything: the worker closes every descriptor it inherited.
@@ -135,6 +149,8 @@ struct Notesd: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "notesd")
+        let descriptors = Self.raiseDescriptorLimit()
+        logger.debug("descriptors", metadata: ["limit": "\(descriptors)"])
         let paths = try DaemonPaths(dataDir: dataDir, socket: socket, database: database)
         let tcp = try listen.map(Self.parseListen)
         let tls = try Self.tlsConfiguration(certificate: tlsCert, key: tlsKey, listening: tcp != nil)

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
 import Foundation
 import NotesClient
 import NotesModel
@@ -60,5 +63,51 @@ import Testing
         }
         // And 200 guesses at once are refused past the limit, unhashed
         #expect((phases.first { $0["phase"] as? String == "guesses" }?["attackerRefused"] as? Int ?? 0) >= 150)
+    }
+
+    /// Connections on the Unix socket were not counted, and notesd kept the soft
+    /// descriptor limit it was started with (systemd's: 1,024).
+    @Test func socketConnectionsAreCountedPerUnixUserAndTheDescriptorLimitIsRaised() async throws {
+        // Given notesd started with a soft limit of 1,024 descriptors and a hard one of 4,096
+        let folder = "/tmp/nt-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let notesd = Process()
+        notesd.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        notesd.arguments = ["--nofile=1024:4096", DaemonProcess.binary, "--data-dir", folder, "--socket", "\(folder)/notesd.sock"]
+        notesd.standardError = FileHandle.nullDevice
+        try notesd.run()
+        defer {
+            kill(notesd.processIdentifier, SIGKILL)
+            notesd.waitUntilExit()
+        }
+        let probe = NotesClient(endpoint: .unixSocket("\(folder)/notesd.sock"), token: nil, timeoutSeconds: 5)
+        #expect(await DaemonTests.eventually(120) { (try? await probe.whoami()) != nil })
+        // Then it raised the soft limit to the hard one
+        let limits = (try? String(contentsOfFile: "/proc/\(notesd.processIdentifier)/limits", encoding: .utf8)) ?? ""
+        #expect(limits.replacingOccurrences(of: " ", with: "").contains("Maxopenfiles40964096files"), "\(limits)")
+        // When one Unix user opens 300 connections on the socket
+        let script = """
+            import socket, sys, time
+            held = []
+            for _ in range(300):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); held.append(s)
+            time.sleep(1)
+            alive = 0
+            for s in held:
+                s.settimeout(10)
+                try:
+                    s.sendall(b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    alive += 1 if s.recv(64).startswith(b"HTTP/1.1 200") else 0
+                except OSError:
+                    pass
+            print(alive)
+            """
+        let run = await Shell.runOnOwnThread("python3 -c '\(script)' '\(folder)/notesd.sock'")
+        // Then at most 256 of them are served, and the rest were closed
+        let alive = Int(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        #expect(alive > 0 && alive <= Limits.maxConnectionsPerClient, "\(run)")
+        // And once they are gone, the user is served again
+        #expect(await DaemonTests.eventually(60) { (try? await probe.whoami()) != nil })
     }
 }

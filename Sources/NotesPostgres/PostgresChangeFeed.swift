@@ -36,11 +36,31 @@ public struct PostgresChangeFeed: Sendable, Equatable {
         return "\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(String(UInt32.random(in: .min ... .max), radix: 36))"
     }
 
-    /// A decoded payload.
+    /// Streams every instance must end at once: those opened with a revoked token, or by
+    /// an account disabled or deleted.
+    public enum Ending: Sendable, Equatable {
+        case token(String)
+        case account(String)
+    }
+
+    /// A decoded payload: notices, or (`{"i":…,"e":[["t",ID],["a",NAME]]}`) endings.
     public struct Message: Sendable, Equatable {
         public var instance: String
         public var seq: Int64
         public var notices: [ChangeNotice]
+        public var endings: [Ending] = []
+    }
+
+    /// The payload that tells every instance to end these streams (a few ids and names:
+    /// far under PostgreSQL's 8,000 bytes).
+    public func payload(ending: [Ending]) -> String {
+        let items = ending.map { ending in
+            switch ending {
+            case .token(let id): "[\"t\",\(Self.quoted(id))]"
+            case .account(let name): "[\"a\",\(Self.quoted(name))]"
+            }
+        }
+        return "{\"i\":\(Self.quoted(instance)),\"e\":[\(items.joined(separator: ","))]}"
     }
 
     /// The payloads that announce `notices` (each under `maximumPayloadBytes`).
@@ -82,8 +102,21 @@ public struct PostgresChangeFeed: Sendable, Equatable {
     /// Reads a payload; nil if it is not one of ours.
     public static func decode(_ payload: String) -> Message? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
-            let instance = object["i"] as? String,
-            let seq = (object["s"] as? NSNumber)?.int64Value,
+            let instance = object["i"] as? String
+        else { return nil }
+        if let items = object["e"] as? [[String]] {
+            var endings: [Ending] = []
+            for item in items {
+                guard item.count == 2 else { return nil }
+                switch item[0] {
+                case "t": endings.append(.token(item[1]))
+                case "a": endings.append(.account(item[1]))
+                default: return nil
+                }
+            }
+            return Message(instance: instance, seq: 0, notices: [], endings: endings)
+        }
+        guard let seq = (object["s"] as? NSNumber)?.int64Value,
             let items = object["n"] as? [[String]]
         else { return nil }
         var notices: [ChangeNotice] = []

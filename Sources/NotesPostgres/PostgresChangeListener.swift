@@ -25,6 +25,7 @@ public final class PostgresChangeListener: Sendable {
     let feed: PostgresChangeFeed
     let logger: Logger
     let heard: @Sendable ([ChangeNotice]) -> Void
+    let ended: @Sendable ([PostgresChangeFeed.Ending]) -> Void
     let listening: @Sendable (_ again: Bool) -> Void
     let reachable: @Sendable (Bool) -> Void
     let pingInterval: Duration
@@ -40,13 +41,16 @@ public final class PostgresChangeListener: Sendable {
 
     /// - Parameters:
     ///   - heard: notices committed by other instances, in commit order.
+    ///   - ended: streams another instance ended (a token revoked, an account disabled or
+    ///     deleted there), for this instance to end too.
     ///   - listening: called each time the `LISTEN` is in place (`again`: not the first time).
     public init(
         location: PostgresLocation, feed: PostgresChangeFeed, logger: Logger = Logger(label: "notes.postgres.listen"),
         pingInterval: Duration = .seconds(15), pingTimeout: Duration = .seconds(10), maximumPause: Duration = .seconds(5),
-        heard: @escaping @Sendable ([ChangeNotice]) -> Void, listening: @escaping @Sendable (_ again: Bool) -> Void,
-        reachable: @escaping @Sendable (Bool) -> Void = { _ in }
+        heard: @escaping @Sendable ([ChangeNotice]) -> Void, ended: @escaping @Sendable ([PostgresChangeFeed.Ending]) -> Void = { _ in },
+        listening: @escaping @Sendable (_ again: Bool) -> Void, reachable: @escaping @Sendable (Bool) -> Void = { _ in }
     ) {
+        self.ended = ended
         self.reachable = reachable
         self.location = location
         self.feed = feed
@@ -173,6 +177,10 @@ public final class PostgresChangeListener: Sendable {
         guard message.instance != feed.instance else { return }
         state.withLock { $0.heard += 1 }
         logger.trace("heard changes", metadata: ["from": "\(message.instance)", "seq": "\(message.seq)", "notices": "\(message.notices.count)"])
-        heard(message.notices)
+        if message.endings.isEmpty {
+            heard(message.notices)
+        } else {
+            ended(message.endings)
+        }
     }
 }

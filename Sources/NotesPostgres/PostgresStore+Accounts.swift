@@ -109,7 +109,9 @@ extension PostgresStore {
             guard let row else {
                 throw NotesError(.unknownItem, "There is no token \(id) of yours; `GET /v1/tokens` lists them.")
             }
-            return try Self.tokenInfo(from: row)
+            let info = try Self.tokenInfo(from: row)
+            try await announce(ending: [.token(info.id)], in: context)
+            return info
         }
     }
 
@@ -123,8 +125,16 @@ extension PostgresStore {
             guard let row else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server.")
             }
+            if disabled { try await announce(ending: [.account(name)], in: context) }
             return try Self.account(from: row)
         }
+    }
+
+    /// Tells every instance on the database to end these streams, when (and only when)
+    /// the transaction commits: each ends those it holds (`PostgresChangeListener`).
+    func announce(ending: [PostgresChangeFeed.Ending], in context: PostgresWrite) async throws {
+        guard let feed = changeFeed else { return }
+        try await context.sql.execute("SELECT pg_notify(\(feed.channel), \(feed.payload(ending: ending)))")
     }
 
     public func deleteAccount(_ name: String) async throws(NotesError) -> API.AccountDeleted {
@@ -133,6 +143,7 @@ extension PostgresStore {
             guard try await sql.exists("SELECT 1 FROM accounts WHERE name = \(name) FOR UPDATE") else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server.")
             }
+            try await announce(ending: [.account(name)], in: context)
             let zones = try await sql.column("SELECT name FROM zones WHERE owner = \(name)", as: String.self)
             let records = try await sql.value("SELECT COUNT(*) FROM records WHERE owner = \(name)", as: Int64.self) ?? 0
             var stopped = 0

@@ -238,6 +238,14 @@ struct Notesd: AsyncParsableCommand {
                     metrics.noticesHeard.increment(by: notices.count)
                     notifier.publish(notices)
                 },
+                ended: { endings in
+                    for ending in endings {
+                        switch ending {
+                        case .token(let id): notifier.endStreams(tokenID: id)
+                        case .account(let name): notifier.endStreams(account: name)
+                        }
+                    }
+                },
                 listening: { again in
                     metrics.listening.record(1)
                     if again { metrics.listenerReconnects.increment() }

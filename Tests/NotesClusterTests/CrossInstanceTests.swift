@@ -275,3 +275,62 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: second.socket))
     }
 }
+
+/// Revoking a token, or disabling or deleting an account, through one instance ended the
+/// event streams it had opened only on that instance.
+@Suite struct CrossInstanceRevocationTests {
+    /// Whether a stream has said `ready`, and whether it has ended.
+    actor StreamWatch {
+        var isReady = false
+        var hasEnded = false
+        func ready() { isReady = true }
+        func ended() { hasEnded = true }
+
+        nonisolated static func start(_ client: NotesClient) -> StreamWatch {
+            let watch = StreamWatch()
+            Task {
+                do {
+                    for try await event in client.events() where event == .ready { await watch.ready() }
+                } catch {}
+                await watch.ended()
+            }
+            return watch
+        }
+    }
+
+    static func eventually(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return await condition()
+    }
+
+    @Test func revokingOrDisablingThroughOneInstanceEndsStreamsOnTheOther() async throws {
+        // Given alice's second token and bob's token, each with a stream open on B
+        let pair = try await TwoInstances.start()
+        _ = try await pair.account("alice")
+        let bob = try await pair.account("bob")
+        let issued = try await pair.a.client().issueToken(for: "alice", label: "laptop")
+        let aliceOnB = StreamWatch.start(pair.b.client(token: issued.token))
+        let bobOnB = StreamWatch.start(bob.onB)
+        #expect(
+            await Self.eventually(60) {
+                let alice = await aliceOnB.isReady
+                let bob = await bobOnB.isReady
+                return alice && bob
+            })
+
+        // When the admin revokes alice's token through A
+        _ = try await pair.a.client().revokeToken(id: try #require(issued.id))
+        // Then her stream on B ends at once, and bob's goes on
+        #expect(await Self.eventually(10) { await aliceOnB.hasEnded }, "alice's stream on B outlived her revoked token")
+        #expect(await bobOnB.hasEnded == false)
+
+        // When the admin disables bob through A
+        _ = try await pair.a.client().setAccount("bob", disabled: true)
+        // Then his stream on B ends too
+        #expect(await Self.eventually(10) { await bobOnB.hasEnded }, "bob's stream on B outlived his account")
+    }
+}

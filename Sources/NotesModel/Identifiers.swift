@@ -84,10 +84,13 @@ public struct TokenInfo: Sendable, Codable, Equatable {
 public struct AuthenticatedToken: Sendable, Equatable {
     public var account: Account
     public var tokenID: String
+    /// When the token stops being valid (`nil`: never), so that what it opened ends then.
+    public var expiresAt: Date?
 
-    public init(account: Account, tokenID: String) {
+    public init(account: Account, tokenID: String, expiresAt: Date? = nil) {
         self.account = account
         self.tokenID = tokenID
+        self.expiresAt = expiresAt
     }
 }
 

@@ -85,7 +85,7 @@ extension PostgresStore {
             if let expiry, expiry < now { return nil }
             let account = try Self.account(from: row, at: 2)
             guard !account.isDisabled else { return nil }
-            return AuthenticatedToken(account: account, tokenID: parts.id)
+            return AuthenticatedToken(account: account, tokenID: parts.id, expiresAt: expiry.map(Date.init(stored:)))
         }
     }
 

@@ -19,7 +19,16 @@ struct EventController {
                     "\(account) already has \(Limits.maxEventStreamsPerAccount) event streams open (each mount holds one); close some and try again.",
                     retryAfter: 30)
             }
+            // A stream ends when the token it was opened with expires, as every request
+            // made with that token is refused from then on.
+            let expiry = context.identity?.tokenExpiresAt.map { date in
+                Task { [notifier] in
+                    try await Task.sleep(for: .milliseconds(Int64(max(0, date.timeIntervalSinceNow) * 1000)))
+                    if let id = context.identity?.tokenID { notifier.endStreams(tokenID: id) }
+                }
+            }
             let body = ResponseBody { writer in
+                defer { expiry?.cancel() }
                 try await writer.write(ByteBuffer(string: "event: ready\ndata: {}\n\n"))
                 let encoder = NotesJSON.encoder()
                 for await event in stream {

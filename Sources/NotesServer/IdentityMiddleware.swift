@@ -63,7 +63,9 @@ struct IdentityMiddleware: RouterMiddleware {
                     .notAuthenticated,
                     "The token is not valid: it may be mistyped, revoked or expired, or its account disabled. Ask your admin for a new one (`notes account token NAME`).")
             }
-            return Identity(account: authenticated.account, isAdmin: authenticated.account.isAdmin, tokenID: authenticated.tokenID)
+            var identity = Identity(account: authenticated.account, isAdmin: authenticated.account.isAdmin, tokenID: authenticated.tokenID)
+            identity.tokenExpiresAt = authenticated.expiresAt
+            return identity
         }
         guard let uid = await peerUID(channel) else {
             throw NotesError(.notAuthenticated, "Connections over TCP need a token: pass --token or set NOTES_TOKEN.")

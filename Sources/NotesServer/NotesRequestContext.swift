@@ -1,3 +1,4 @@
+public import Foundation
 public import Hummingbird
 import NIOCore
 public import NotesModel
@@ -12,6 +13,8 @@ public struct Identity: Sendable {
     /// The token the request presented (`nil` for peer credentials on the socket):
     /// revoking it ends what it opened.
     public var tokenID: String?
+    /// When that token expires (`nil`: never, or no token).
+    public var tokenExpiresAt: Date?
     /// The client's address, for counting guesses (`ClientAddress`); nil on the socket.
     public var client: String?
 

@@ -78,10 +78,11 @@ extension SQLiteStore {
             else { return nil }
             let stored: Data = row["secret_hash"]
             guard TokenSecrets.constantTimeEqual(Array(stored), presented) else { return nil }
-            if let expiry: Double = row["expires_at"], expiry < self.clock().storedValue { return nil }
+            let expiry: Double? = row["expires_at"]
+            if let expiry, expiry < self.clock().storedValue { return nil }
             let account = Self.account(from: row)
             guard !account.isDisabled else { return nil }
-            return AuthenticatedToken(account: account, tokenID: parts.id)
+            return AuthenticatedToken(account: account, tokenID: parts.id, expiresAt: expiry.map(Date.init(stored:)))
         }
     }
 

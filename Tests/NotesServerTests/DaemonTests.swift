@@ -166,6 +166,24 @@ import Testing
         return watch
     }
 
+    /// An event stream outlived the token it was opened with: every request with the
+    /// token was refused once it expired, but the stream went on.
+    @Test func anEventStreamEndsWhenItsTokenExpires() async throws {
+        // Given a token of alice's that expires in two seconds, and a stream opened with it
+        let daemon = try await DaemonProcess.started()
+        _ = try await daemon.account("alice")
+        let shortLived = try await daemon.client().issueToken(for: "alice", expiresIn: 2).token
+        let lasting = try await daemon.client().issueToken(for: "alice").token
+        let ending = Self.watch(daemon.client(token: shortLived))
+        let staying = Self.watch(daemon.client(token: lasting))
+        #expect(await Self.eventually(60) { await ending.isReady })
+        #expect(await Self.eventually(60) { await staying.isReady })
+        // Then it ends once the token expires, and the stream of her other token goes on
+        #expect(await Self.eventually(60) { await ending.hasEnded }, "the stream outlived its token")
+        #expect(await staying.hasEnded == false)
+        _ = try await daemon.stop()
+    }
+
     @Test func guessingIsCountedPerClientAddressAndForwardedOnlyFromATrustedProxy() async throws {
         // notesd behind a proxy on 127.0.0.1: the address that proxy forwards is the client's.
         let daemon = try await DaemonProcess.started(tcp: true, arguments: ["--trusted-proxy", "127.0.0.1"])

@@ -279,25 +279,6 @@ import Testing
 /// Revoking a token, or disabling or deleting an account, through one instance ended the
 /// event streams it had opened only on that instance.
 @Suite struct CrossInstanceRevocationTests {
-    /// Whether a stream has said `ready`, and whether it has ended.
-    actor StreamWatch {
-        var isReady = false
-        var hasEnded = false
-        func ready() { isReady = true }
-        func ended() { hasEnded = true }
-
-        nonisolated static func start(_ client: NotesClient) -> StreamWatch {
-            let watch = StreamWatch()
-            Task {
-                do {
-                    for try await event in client.events() where event == .ready { await watch.ready() }
-                } catch {}
-                await watch.ended()
-            }
-            return watch
-        }
-    }
-
     static func eventually(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {

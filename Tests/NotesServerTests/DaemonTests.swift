@@ -113,7 +113,7 @@ import Testing
         await Self.expectFailure(.permissionFailure) { _ = try await alice.accounts() }
 
         // An event stream opened with the laptop's token ends when alice revokes that token.
-        let stream = Self.watch(laptopClient)
+        let stream = StreamWatch.start(laptopClient)
         #expect(await Self.eventually(20) { await stream.isReady })
         let bobsToken = try #require(try await bob.tokens().first)
         await Self.expectFailure(.unknownItem) { try await alice.revokeToken(id: bobsToken.id) }
@@ -124,7 +124,7 @@ import Testing
 
         // Disabling alice ends her other streams at once and refuses her tokens; enabling
         // her lets the same token in again. The admin cannot lock themself out.
-        let other = Self.watch(alice)
+        let other = StreamWatch.start(alice)
         #expect(await Self.eventually(20) { await other.isReady })
         #expect(try await admin.setAccount("alice", disabled: true).isDisabled)
         #expect(await Self.eventually(20) { await other.hasEnded })
@@ -146,26 +146,6 @@ import Testing
         }
     }
 
-    /// Follows an account's event stream in the background: whether it said `ready`, and
-    /// whether it ended.
-    actor StreamWatch {
-        var isReady = false
-        var hasEnded = false
-        func ready() { isReady = true }
-        func ended() { hasEnded = true }
-    }
-
-    static func watch(_ client: NotesClient) -> StreamWatch {
-        let watch = StreamWatch()
-        Task {
-            do {
-                for try await event in client.events() where event == .ready { await watch.ready() }
-            } catch {}
-            await watch.ended()
-        }
-        return watch
-    }
-
     /// An event stream outlived the token it was opened with: every request with the
     /// token was refused once it expired, but the stream went on.
     @Test func anEventStreamEndsWhenItsTokenExpires() async throws {
@@ -174,8 +154,8 @@ import Testing
         _ = try await daemon.account("alice")
         let shortLived = try await daemon.client().issueToken(for: "alice", expiresIn: 2).token
         let lasting = try await daemon.client().issueToken(for: "alice").token
-        let ending = Self.watch(daemon.client(token: shortLived))
-        let staying = Self.watch(daemon.client(token: lasting))
+        let ending = StreamWatch.start(daemon.client(token: shortLived))
+        let staying = StreamWatch.start(daemon.client(token: lasting))
         #expect(await Self.eventually(60) { await ending.isReady })
         #expect(await Self.eventually(60) { await staying.isReady })
         // Then it ends once the token expires, and the stream of her other token goes on

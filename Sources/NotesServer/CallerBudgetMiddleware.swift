@@ -29,7 +29,10 @@ struct CallerBudgetMiddleware: RouterMiddleware {
         if request.uri.path == "/v1/events" {
             return try await WorkCaller.$bound.withValue(caller) { try await next(request, context) }
         }
-        let bytes = request.headers[.contentLength].flatMap { Int($0) } ?? 0
+        // (Clamped: the header is the client's word; a body past the request limit is
+        // refused anyway, and no sum of these can overflow.)
+        let declared = request.headers[.contentLength].flatMap { Int($0) } ?? 0
+        let bytes = min(max(declared, 0), Limits.maxRequestBytes + 1)
         try budget.enter(caller, bytes: bytes)
         defer { budget.leave(caller, bytes: bytes) }
         return try await WorkCaller.$bound.withValue(caller) { try await next(request, context) }

@@ -110,4 +110,30 @@ import Testing
         // And once they are gone, the user is served again
         #expect(await DaemonTests.eventually(60) { (try? await probe.whoami()) != nil })
     }
+
+    /// The declared length of a body is the client's word: two requests declaring
+    /// 2^63 - 1 bytes each, under way at once, must not overflow the caller's count.
+    @Test func declaredBodyLengthsCannotOverflowTheCallersBudget() async throws {
+        // Given notesd, and two connections of one caller that declare the largest length
+        let daemon = try await DaemonProcess.started()
+        let script = """
+            import socket, sys, time
+            held = []
+            for _ in range(2):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                s.sendall(b"POST /v1/records/lookup HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\nContent-Length: 9223372036854775807\\r\\n\\r\\n{")
+                held.append(s)
+                time.sleep(0.5)
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+            s.sendall(b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+            s.settimeout(30)
+            print(s.recv(64).split(b"\\r\\n")[0].decode())
+            """
+        let run = await Shell.runOnOwnThread("python3 -c '\(script)' '\(daemon.socket)'")
+        // Then notesd still answers
+        #expect(run.stdout.contains("HTTP/1.1 200"), "\(run)")
+        #expect(try await daemon.client().whoami().isAdmin)
+        #expect(daemon.process.isRunning, "notesd died")
+        _ = try await daemon.stop()
+    }
 }

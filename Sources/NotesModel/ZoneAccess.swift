@@ -115,6 +115,13 @@ package struct ZoneAccess: Sendable {
         SharingRules.allows(.read, standing: standing(forShare: shareID))
     }
 
+    /// Whether the caller may save anything at all in the zone: checked before a store
+    /// writes a modify's large contents ahead of its transaction, so that someone who
+    /// may only read never makes notesd write their bytes.
+    package var maySaveSomething: Bool {
+        isOwner || standings.values.contains { SharingRules.allows(.modifyRecord, standing: $0) || SharingRules.allows(.createRecord, standing: $0) }
+    }
+
     /// Every active share of the zone (what deleting the zone stops).
     package var activeShares: [String] {
         Array(rootShares.values) + [zoneWideShare].compactMap { $0 }

@@ -76,7 +76,9 @@ final class PostgresRecordWriter {
     }
 
     /// Creates or updates one record; an update first keeps the previous state as a version.
-    func save(_ save: RecordSave) async throws -> Record {
+    /// - Parameter contentID: the row of `contents` holding the save's content, written
+    ///   apart before this transaction (`SeparateContents`); `nil`: the content is inline.
+    func save(_ save: RecordSave, contentID: Int64? = nil) async throws -> Record {
         let existing = try await metadata(save.recordName)
         try RecordRules.checkName(save, existing: existing)
         var parentShare = access.zoneWideShare
@@ -86,7 +88,8 @@ final class PostgresRecordWriter {
         let ownShare = access.rootShares[save.recordName]
         let newShare = ownShare ?? parentShare
         let seq = context.nextSeq()
-        let body = PostgresRecords.storedText(save.body)
+        let body = contentID == nil ? PostgresRecords.storedText(save.body) : nil
+        let bytes = contentID == nil ? save.bytes : nil
         let now = context.now.storedValue
 
         if let existing {
@@ -95,7 +98,7 @@ final class PostgresRecordWriter {
             _ = try await sql.rows(
                 UpdateRecord(
                     owner: zone.owner, zone: zone.name, recordName: save.recordName, name: save.name, parent: save.parent ?? "",
-                    body: body, bytes: save.bytes, now: now, actor: actor, seq: seq, shareID: newShare))
+                    body: body, bytes: bytes, now: now, actor: actor, seq: seq, shareID: newShare, contentID: contentID))
             if existing.shareID != newShare {
                 try await moveSubtree(of: existing, from: existing.shareID, to: newShare, recordSeq: seq)
             }
@@ -104,7 +107,7 @@ final class PostgresRecordWriter {
             _ = try await sql.rows(
                 InsertRecord(
                     owner: zone.owner, zone: zone.name, recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name,
-                    parent: save.parent ?? "", body: body, bytes: save.bytes, now: now, actor: actor, seq: seq, shareID: newShare))
+                    parent: save.parent ?? "", body: body, bytes: bytes, now: now, actor: actor, seq: seq, shareID: newShare, contentID: contentID))
         }
         let saved = RecordRules.saved(save, zone: zone, existing: existing, now: context.now, actor: actor, seq: seq, share: newShare)
         if save.recordType == .folder { folders[save.recordName] = saved }

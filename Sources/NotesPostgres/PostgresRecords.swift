@@ -6,7 +6,30 @@ import PostgresNIO
 /// `ZoneAccess.load` do for SQLite).
 enum PostgresRecords {
     /// The columns `record(from:zone:)` reads, by position.
-    static let columns = "record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id"
+    static let columns = "record_name, record_type, name, parent, \(body("records")), \(bytes("records")), created_at, modified_at, modified_by, seq, share_id"
+
+    /// The text of a row of `table` (records or versions), inline or written apart
+    /// (`SeparateContents`).
+    static func body(_ table: String) -> String {
+        "CASE WHEN \(table).content_id IS NULL THEN \(table).body ELSE (SELECT c.body FROM contents c WHERE c.id = \(table).content_id) END"
+    }
+
+    /// The attachment of a row of `records`, inline or written apart.
+    static func bytes(_ table: String) -> String {
+        "CASE WHEN \(table).content_id IS NULL THEN \(table).bytes ELSE (SELECT c.bytes FROM contents c WHERE c.id = \(table).content_id) END"
+    }
+
+    /// The bytes a row of `records` (or of rows taken from it, `table`) holds, inline
+    /// and written apart.
+    static func size(_ table: String) -> String {
+        """
+        COALESCE(octet_length(\(table).body), 0) + COALESCE(octet_length(\(table).bytes), 0)
+          + COALESCE((SELECT c.size FROM contents c WHERE c.id = \(table).content_id), 0)
+        """
+    }
+
+    /// The length of a version's text, inline or written apart (what a page of versions sends).
+    static let versionBodySize = "COALESCE(octet_length(\(body("versions"))), 0)"
     /// The same without content: what checks need, without reading it.
     static let metadataColumns = "record_name, record_type, name, parent, NULL::BYTEA, NULL::BYTEA, created_at, modified_at, modified_by, seq, share_id"
 

@@ -1,5 +1,6 @@
 public import Foundation
 public import PostgresNIO
+import NotesStoreRules
 
 /// The statements every save runs, prepared once per connection: PostgreSQL then parses
 /// and plans each once, not on every call. Planning the access read took longer than
@@ -72,17 +73,19 @@ public struct ReadForModify: PreparedRows {
 /// A new record's row.
 public struct InsertRecord: PreparedRows {
     public static let sql = """
-        INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id, created_seq)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $11)
+        INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id, created_seq, content_id)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $11, $13)
         """
-    public static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .text, .text, .text, .bytea, .bytea, .float8, .text, .int8, .text]
+    public static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .text, .text, .text, .bytea, .bytea, .float8, .text, .int8, .text, .int8]
     let owner: String, zone: String, recordName: String, recordType: String, name: String, parent: String
     let body: Data?, bytes: Data?, now: Double, actor: String, seq: Int64, shareID: String?
+    let contentID: Int64?
 
     public init(
         owner: String, zone: String, recordName: String, recordType: String, name: String, parent: String,
-        body: Data?, bytes: Data?, now: Double, actor: String, seq: Int64, shareID: String?
+        body: Data?, bytes: Data?, now: Double, actor: String, seq: Int64, shareID: String?, contentID: Int64? = nil
     ) {
+        self.contentID = contentID
         self.owner = owner
         self.zone = zone
         self.recordName = recordName
@@ -98,7 +101,7 @@ public struct InsertRecord: PreparedRows {
     }
 
     public func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 12)
+        var bindings = PostgresBindings(capacity: 13)
         bindings.append(owner)
         bindings.append(zone)
         bindings.append(recordName)
@@ -111,6 +114,7 @@ public struct InsertRecord: PreparedRows {
         bindings.append(actor)
         bindings.append(seq)
         bindings.append(shareID)
+        bindings.append(contentID)
         return bindings
     }
 }
@@ -118,15 +122,16 @@ public struct InsertRecord: PreparedRows {
 /// An existing record's row, overwritten (its previous state kept first: `KeepVersion`).
 struct UpdateRecord: PreparedRows {
     static let sql = """
-        UPDATE records SET name = $4, parent = $5, body = $6, bytes = $7, modified_at = $8, modified_by = $9, seq = $10, share_id = $11
+        UPDATE records SET name = $4, parent = $5, body = $6, bytes = $7, modified_at = $8, modified_by = $9, seq = $10, share_id = $11, content_id = $12
         WHERE owner = $1 AND zone = $2 AND record_name = $3
         """
-    static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .text, .text, .bytea, .bytea, .float8, .text, .int8, .text]
+    static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .text, .text, .bytea, .bytea, .float8, .text, .int8, .text, .int8]
     let owner: String, zone: String, recordName: String, name: String, parent: String
     let body: Data?, bytes: Data?, now: Double, actor: String, seq: Int64, shareID: String?
+    let contentID: Int64?
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 11)
+        var bindings = PostgresBindings(capacity: 12)
         bindings.append(owner)
         bindings.append(zone)
         bindings.append(recordName)
@@ -138,6 +143,7 @@ struct UpdateRecord: PreparedRows {
         bindings.append(actor)
         bindings.append(seq)
         bindings.append(shareID)
+        bindings.append(contentID)
         return bindings
     }
 }
@@ -146,9 +152,8 @@ struct UpdateRecord: PreparedRows {
 /// versions table holds every state but the current one.
 struct KeepVersion: PreparedRows {
     static let sql = """
-        INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at, created_seq)
-        SELECT owner, zone, record_name, seq, name, parent, body,
-               COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0), modified_by, modified_at, created_seq
+        INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, content_id, size, modified_by, modified_at, created_seq)
+        SELECT owner, zone, record_name, seq, name, parent, body, \(SeparateContents.versionContentSQL), \(PostgresRecords.size("records")), modified_by, modified_at, created_seq
         FROM records WHERE owner = $1 AND zone = $2 AND record_name = $3
         """
     static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text]
@@ -203,12 +208,10 @@ public struct FinishModify: PreparedRows {
 struct DeleteRecord: PreparedRows {
     static let sql = """
         WITH gone AS (DELETE FROM records WHERE owner = $1 AND zone = $2 AND record_name = $3 RETURNING *),
-             kept AS (INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at, created_seq)
-                      SELECT owner, zone, record_name, seq, name, parent, body,
-                             COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0), modified_by, modified_at, created_seq FROM gone),
+             kept AS (INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, content_id, size, modified_by, modified_at, created_seq)
+                      SELECT owner, zone, record_name, seq, name, parent, body, \(SeparateContents.versionContentSQL), \(PostgresRecords.size("gone")), modified_by, modified_at, created_seq FROM gone),
              trashed AS (INSERT INTO trash (owner, zone, record_name, created_seq, version_seq, deleted_seq, record_type, name, parent, share_id, size, deleted_by, deleted_at)
-                         SELECT owner, zone, record_name, created_seq, seq, $4, record_type, name, parent, share_id,
-                                COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0), $5, $6 FROM gone
+                         SELECT owner, zone, record_name, created_seq, seq, $4, record_type, name, parent, share_id, \(PostgresRecords.size("gone")), $5, $6 FROM gone
                          ON CONFLICT (owner, zone, record_name) DO UPDATE SET
                              created_seq = EXCLUDED.created_seq, version_seq = EXCLUDED.version_seq, deleted_seq = EXCLUDED.deleted_seq,
                              record_type = EXCLUDED.record_type, name = EXCLUDED.name, parent = EXCLUDED.parent, share_id = EXCLUDED.share_id,

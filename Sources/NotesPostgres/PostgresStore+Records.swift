@@ -1,5 +1,6 @@
 import Foundation
 public import NotesModel
+import NotesStoreRules
 import PostgresNIO
 
 extension PostgresStore {
@@ -67,11 +68,28 @@ extension PostgresStore {
         try request.validate()
         let saves = try RecordRules.ordered(request.saves)
         let deleting = Set(request.deletes.map(\.recordName))
-        return try await write { context in
+        let apart = try await writeApart(saves, in: request.zone, actor: actor)
+        let apartBytes = saves.reduce(0) { $0 + (apart[$1.recordName] == nil ? 0 : Int64($1.contentSize)) }
+        do {
+            return try await modifyNow(request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, apart: apart, apartBytes: apartBytes)
+        } catch {
+            await dropWrittenApart(Array(apart.values))
+            throw error
+        }
+    }
+
+    /// The modify's own transaction: its large contents are already written (`apart`,
+    /// counted in the owner's usage since, `apartBytes`).
+    private func modifyNow(
+        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], apart: [String: Int64], apartBytes: Int64
+    ) async throws(NotesError) -> ModifyResult {
+        try await write { context in
+            try await Self.takeWrittenApart(context.sql, Array(apart.values))
             let owner = request.zone.owner
             let names = Set(request.deletes.map(\.recordName) + saves.map(\.recordName) + saves.compactMap(\.parent))
-            let (access, usedBefore, participants, found) = try await PostgresRecords.accessAndUsage(
+            let (access, usage, participants, found) = try await PostgresRecords.accessAndUsage(
                 context.sql, zone: request.zone, actor: actor, records: Array(names))
+            let usedBefore = usage - apartBytes
             let writer = PostgresRecordWriter(context: context, access: access, actor: actor)
             writer.readAhead(names, found: found)
             var saved: [Record] = []
@@ -86,7 +104,7 @@ extension PostgresStore {
                 }
                 for save in saves {
                     current = save.recordName
-                    saved.append(try await writer.save(save))
+                    saved.append(try await writer.save(save, contentID: apart[save.recordName]))
                 }
                 for delete in afterSaves {
                     current = delete.recordName
@@ -148,7 +166,7 @@ extension PostgresStore {
         let page = try ChangePage(access: access, since: parsed, limit: limit, current: try await PostgresRecords.currentSeq(sql))
         let (recordFilter, tombstoneFilter) = changeFilters(zone, access: access, since: page.since)
         let sizes = try await sql.column(
-            recordFilter.selecting("COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)", from: "records", limit: limit + 1), as: Int.self)
+            recordFilter.selecting(PostgresRecords.size("records"), from: "records", limit: limit + 1), as: Int.self)
         let (count, cutShort) = ChangePage.fitting(contentSizes: sizes)
         let tombstones = try await sql.rows(tombstoneFilter.selecting("seq, record_name", from: "tombstones", limit: limit + 1)).map { row in
             let (seq, name) = try row.decode((Int64, String).self)
@@ -210,9 +228,10 @@ extension PostgresStore {
                 owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName) AND created_seq = \(createdSeq) AND seq < \(beforeSeq ?? Int64.max)
                 """
             // Sizes first, so that texts past the page's byte bound are never sent.
-            let sizes = try await sql.column(filter.selecting("COALESCE(octet_length(body), 0)", from: "versions", limit: limit + 1, newestFirst: true), as: Int.self)
+            let sizes = try await sql.column(filter.selecting(PostgresRecords.versionBodySize, from: "versions", limit: limit + 1, newestFirst: true), as: Int.self)
             let count = page.fitting(bodySizes: sizes)
-            let rows = try await sql.rows(filter.selecting("seq, name, parent, body, size, modified_by, modified_at", from: "versions", limit: count, newestFirst: true))
+            let rows = try await sql.rows(
+                filter.selecting("seq, name, parent, \(PostgresRecords.body("versions")), size, modified_by, modified_at", from: "versions", limit: count, newestFirst: true))
             for row in rows {
                 let (seq, name, parent, body, size, modifiedBy, modifiedAt) = try row.decode((Int64, String, String, Data?, Int, String, Double).self)
                 page.append(

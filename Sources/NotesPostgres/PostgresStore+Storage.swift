@@ -17,6 +17,7 @@ extension PostgresStore {
         let retention = storage.retention
         let now = clock()
         let oldest = retention.expiring(at: now).storedValue
+        try await dropAbandonedContents()
         var removed = 0
         var after: (owner: String, zone: String, recordName: String, createdSeq: Int64)?
         repeat {

@@ -20,7 +20,7 @@ extension PostgresStore {
                 let entry = subtree[index]
                 subtree[index].body = try await sql.value(
                     """
-                    SELECT body FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(entry.record.recordName) AND seq = \(entry.versionSeq)
+                    SELECT \(unescaped: PostgresRecords.body("versions")) FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(entry.record.recordName) AND seq = \(entry.versionSeq)
                     """, as: Data?.self
                 ).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
             }

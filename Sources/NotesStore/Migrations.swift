@@ -237,6 +237,58 @@ enum Migrations {
                     CREATE INDEX trash_by_age ON trash(deleted_at);
                     """)
         }
+        migrator.registerMigration("v9: large contents written apart") { db in
+            try db.execute(
+                sql: """
+                    -- Note text and attachments of 4 KiB or more (SeparateContents), written in
+                    -- transactions of their own before the save that uses them. A record or
+                    -- version then points at its row (`content_id`) and has NULL body and bytes;
+                    -- a version of an unchanged large content is one more pointer, not a copy.
+                    CREATE TABLE contents (
+                        id INTEGER PRIMARY KEY,
+                        owner TEXT NOT NULL,
+                        body BLOB,
+                        bytes BLOB,
+                        size INTEGER NOT NULL
+                    );
+                    -- Contents written for a modify that has not committed: its transaction takes
+                    -- them out of here; those of a modify that failed are deleted with their
+                    -- rows, and those a crash left behind when notesd starts.
+                    CREATE TABLE staged_contents (content_id INTEGER PRIMARY KEY, staged_at REAL NOT NULL);
+                    ALTER TABLE records ADD COLUMN content_id INTEGER;
+                    ALTER TABLE versions ADD COLUMN content_id INTEGER;
+                    CREATE INDEX records_by_content ON records(content_id) WHERE content_id IS NOT NULL;
+                    CREATE INDEX versions_by_content ON versions(content_id) WHERE content_id IS NOT NULL;
+
+                    -- A content counts toward its owner's storage once, however many records
+                    -- and versions point at it, from the moment it is written.
+                    CREATE TRIGGER usage_content_insert AFTER INSERT ON contents BEGIN
+                        INSERT OR IGNORE INTO usage (owner, bytes) VALUES (NEW.owner, 0);
+                        UPDATE usage SET bytes = bytes + NEW.size WHERE owner = NEW.owner;
+                    END;
+                    CREATE TRIGGER usage_content_delete AFTER DELETE ON contents BEGIN
+                        UPDATE usage SET bytes = bytes - OLD.size WHERE owner = OLD.owner;
+                    END;
+
+                    -- A content goes when the last record or version pointing at it does.
+                    CREATE TRIGGER contents_left_by_record_update AFTER UPDATE OF content_id ON records
+                    WHEN OLD.content_id IS NOT NULL AND OLD.content_id IS NOT NEW.content_id BEGIN
+                        DELETE FROM contents WHERE id = OLD.content_id
+                          AND NOT EXISTS (SELECT 1 FROM records WHERE content_id = OLD.content_id)
+                          AND NOT EXISTS (SELECT 1 FROM versions WHERE content_id = OLD.content_id);
+                    END;
+                    CREATE TRIGGER contents_left_by_record_delete AFTER DELETE ON records WHEN OLD.content_id IS NOT NULL BEGIN
+                        DELETE FROM contents WHERE id = OLD.content_id
+                          AND NOT EXISTS (SELECT 1 FROM records WHERE content_id = OLD.content_id)
+                          AND NOT EXISTS (SELECT 1 FROM versions WHERE content_id = OLD.content_id);
+                    END;
+                    CREATE TRIGGER contents_left_by_version_delete AFTER DELETE ON versions WHEN OLD.content_id IS NOT NULL BEGIN
+                        DELETE FROM contents WHERE id = OLD.content_id
+                          AND NOT EXISTS (SELECT 1 FROM records WHERE content_id = OLD.content_id)
+                          AND NOT EXISTS (SELECT 1 FROM versions WHERE content_id = OLD.content_id);
+                    END;
+                    """)
+        }
         return migrator
     }
 }

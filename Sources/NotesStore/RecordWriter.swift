@@ -42,8 +42,7 @@ final class RecordWriter {
         try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO trash (owner, zone, record_name, created_seq, version_seq, deleted_seq, record_type, name, parent, share_id, size, deleted_by, deleted_at)
-                SELECT owner, zone, record_name, created_seq, seq, ?, record_type, name, parent, share_id,
-                       COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0), ?, ?
+                SELECT owner, zone, record_name, created_seq, seq, ?, record_type, name, parent, share_id, \(StoredRecord.recordSize), ?, ?
                 FROM records WHERE owner = ? AND zone = ? AND record_name = ?
                 """
         ).execute(arguments: [seq, actor, context.now.storedValue, zone.owner, zone.name, existing.recordName])
@@ -60,7 +59,11 @@ final class RecordWriter {
     }
 
     /// Creates or updates one record; an update first keeps the previous state as a version.
-    func save(_ save: RecordSave) throws -> NotesModel.Record {
+    /// - Parameter contentID: the row of `contents` holding the save's content, written
+    ///   apart before this transaction (`SeparateContents`); `nil`: the content is inline.
+    func save(_ save: RecordSave, contentID: Int64? = nil) throws -> NotesModel.Record {
+        let body = contentID == nil ? StoredRecord.storedText(save.body) : nil
+        let bytes = contentID == nil ? save.bytes : nil
         let existing = try StoredRecord.fetchMetadata(db, save.recordName, in: zone)
         try RecordRules.checkName(save, existing: existing)
         var parentShare = access.zoneWideShare
@@ -76,11 +79,11 @@ final class RecordWriter {
             try StoredRecord.keepVersion(db, save.recordName, in: zone)
             try db.cachedStatement(
                 sql: """
-                    UPDATE records SET name = ?, parent = ?, body = ?, bytes = ?, modified_at = ?, modified_by = ?, seq = ?, share_id = ?
+                    UPDATE records SET name = ?, parent = ?, body = ?, bytes = ?, content_id = ?, modified_at = ?, modified_by = ?, seq = ?, share_id = ?
                     WHERE owner = ? AND zone = ? AND record_name = ?
                     """
             ).execute(arguments: [
-                save.name, save.parent ?? "", StoredRecord.storedText(save.body), save.bytes, context.now.storedValue, actor, seq, newShare,
+                save.name, save.parent ?? "", body, bytes, contentID, context.now.storedValue, actor, seq, newShare,
                 zone.owner, zone.name, save.recordName,
             ])
             if existing.shareID != newShare {
@@ -90,11 +93,11 @@ final class RecordWriter {
             try RecordRules.checkCreate(save, newShare: newShare, access: access)
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id, created_seq)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO records (owner, zone, record_name, record_type, name, parent, body, bytes, content_id, created_at, modified_at, modified_by, seq, share_id, created_seq)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
-                zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", StoredRecord.storedText(save.body), save.bytes,
+                zone.owner, zone.name, save.recordName, save.recordType.rawValue, save.name, save.parent ?? "", body, bytes, contentID,
                 context.now.storedValue, context.now.storedValue, actor, seq, newShare, seq,
             ])
         }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import NotesModel
+import NotesStoreRules
 
 extension SQLiteStore {
     // MARK: Zones
@@ -66,44 +67,59 @@ extension SQLiteStore {
         let saves = try RecordRules.ordered(request.saves)
         let deleting = Set(request.deletes.map(\.recordName))
         let store = self
-        // (A few small notes take a millisecond: see `write(small:)`.)
-        let items: Int = saves.count + request.deletes.count
-        let bytes: Int = saves.reduce(0) { $0 + $1.contentSize }
-        let small = items <= 16 && bytes <= 256 * 1024
-        return try await write(small: small) { context in
-            let access = try ZoneAccess.load(context.db, zone: request.zone, actor: actor)
-            let writer = RecordWriter(context: context, access: access, actor: actor)
-            var saved: [NotesModel.Record] = []
-            saved.reserveCapacity(saves.count)
-            var current = ""
-            let usedBefore = try Storage.used(context.db, by: request.zone.owner)
-            do {
-                let savedParents = RecordRules.savedParents(saves)
-                var afterSaves: [RecordDelete] = []
-                for delete in request.deletes {
-                    current = delete.recordName
-                    if try !writer.delete(delete, deleting: deleting, savedParents: savedParents) { afterSaves.append(delete) }
-                }
-                for save in saves {
-                    current = save.recordName
-                    saved.append(try writer.save(save))
-                }
-                for delete in afterSaves {
-                    current = delete.recordName
-                    try writer.delete(delete, deleting: deleting)
-                }
-                try Self.joinHistories(context.db, restoring, in: request.zone)
-            } catch {
-                throw RecordRules.batchFailure(store.convert(error), at: current, deletes: request.deletes, saves: saves)
+        let apart = try await writeApart(saves, in: request.zone, actor: actor)
+        let apartBytes = saves.reduce(0) { $0 + (apart[$1.recordName] == nil ? 0 : Int64($1.contentSize)) }
+        do {
+            // (A few small notes take a millisecond: see `write(small:)`.)
+            return try await write(small: SeparateContents.isSmall(saves, deletes: request.deletes.count)) { context in
+                try Self.takeWrittenApart(context.db, apart.values)
+                return try store.modifyNow(request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, apart: apart, apartBytes: apartBytes, context: context)
             }
-            if store.storage.quotaBytes != nil {
-                try RecordRules.checkQuota(
-                    store.storage, owner: request.zone.owner, actor: actor, usedBefore: usedBefore,
-                    usedAfter: try Storage.used(context.db, by: request.zone.owner))
-            }
-            try context.zoneChanged(request.zone)
-            return ModifyResult(saved: saved, deleted: request.deletes.map(\.recordName))
+        } catch {
+            await dropWrittenApart(Array(apart.values))
+            throw error
         }
+    }
+
+    /// The modify's own transaction: its large contents are already written (`apart`,
+    /// counted in the owner's usage since, `apartBytes`).
+    private func modifyNow(
+        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], apart: [String: Int64], apartBytes: Int64,
+        context: WriteContext
+    ) throws -> ModifyResult {
+        let store = self
+        let access = try ZoneAccess.load(context.db, zone: request.zone, actor: actor)
+        let writer = RecordWriter(context: context, access: access, actor: actor)
+        var saved: [NotesModel.Record] = []
+        saved.reserveCapacity(saves.count)
+        var current = ""
+        let usedBefore = try Storage.used(context.db, by: request.zone.owner) - apartBytes
+        do {
+            let savedParents = RecordRules.savedParents(saves)
+            var afterSaves: [RecordDelete] = []
+            for delete in request.deletes {
+                current = delete.recordName
+                if try !writer.delete(delete, deleting: deleting, savedParents: savedParents) { afterSaves.append(delete) }
+            }
+            for save in saves {
+                current = save.recordName
+                saved.append(try writer.save(save, contentID: apart[save.recordName]))
+            }
+            for delete in afterSaves {
+                current = delete.recordName
+                try writer.delete(delete, deleting: deleting)
+            }
+            try Self.joinHistories(context.db, restoring, in: request.zone)
+        } catch {
+            throw RecordRules.batchFailure(store.convert(error), at: current, deletes: request.deletes, saves: saves)
+        }
+        if store.storage.quotaBytes != nil {
+            try RecordRules.checkQuota(
+                store.storage, owner: request.zone.owner, actor: actor, usedBefore: usedBefore,
+                usedAfter: try Storage.used(context.db, by: request.zone.owner))
+        }
+        try context.zoneChanged(request.zone)
+        return ModifyResult(saved: saved, deleted: request.deletes.map(\.recordName))
     }
 
     public func lookUp(_ recordNames: [String], in zone: ZoneID, actor: String) async throws(NotesError) -> API.Records {
@@ -235,7 +251,8 @@ extension SQLiteStore {
             let rows = try Row.fetchCursor(
                 db.cachedStatement(
                     sql: """
-                        SELECT * FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ? AND seq < ?
+                        SELECT seq, name, parent, \(StoredRecord.body("versions")), size, modified_by, modified_at
+                        FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND created_seq = ? AND seq < ?
                         ORDER BY seq DESC LIMIT ?
                         """), arguments: [zone.owner, zone.name, recordName, createdSeq, beforeSeq ?? Int64.max, limit + 1])
             while let row = try rows.next(), page.fitsAnother() {

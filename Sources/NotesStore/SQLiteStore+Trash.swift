@@ -69,11 +69,12 @@ extension SQLiteStore {
             var subtree = try TrashRules.subtree(of: recordName, in: try Self.trashed(db, in: zone, access: access))
             for index in subtree.indices {
                 let entry = subtree[index]
-                subtree[index].body = try String.fetchOne(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT body FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND seq = ?
-                            """), arguments: [zone.owner, zone.name, entry.record.recordName, entry.versionSeq])
+                subtree[index].body = StoredRecord.text(
+                    try Data.fetchOne(
+                        db.cachedStatement(
+                            sql: """
+                                SELECT \(StoredRecord.body("versions")) FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND seq = ?
+                                """), arguments: [zone.owner, zone.name, entry.record.recordName, entry.versionSeq]))
             }
             return subtree
         }

@@ -25,6 +25,7 @@ extension SQLiteStore {
         let retention = storage.retention
         let now = clock()
         let oldest = retention.expiring(at: now).storedValue
+        try await dropAbandonedContents()
         var removed = 0
         var after: (String, String, String, Int64)? = nil
         while true {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NotesModel
+import NotesStoreRules
 
 /// Reading records and change tags out of rows.
 enum StoredRecord {
@@ -37,7 +38,24 @@ enum StoredRecord {
 
     /// The columns `record(fromColumns:)` reads, by position (faster than by name on
     /// pages of thousands of rows).
-    static let columns = "record_name, record_type, name, parent, body, bytes, created_at, modified_at, modified_by, seq, share_id"
+    static let columns = "record_name, record_type, name, parent, \(body("records")), \(bytes("records")), created_at, modified_at, modified_by, seq, share_id"
+
+    /// The text of a row of `table` (records or versions), inline or written apart
+    /// (`SeparateContents`), as a column named `body`.
+    static func body(_ table: String) -> String {
+        "CASE WHEN \(table).content_id IS NULL THEN \(table).body ELSE (SELECT c.body FROM contents c WHERE c.id = \(table).content_id) END AS body"
+    }
+
+    /// The attachment of a row of `records`, inline or written apart, as `bytes`.
+    static func bytes(_ table: String) -> String {
+        "CASE WHEN \(table).content_id IS NULL THEN \(table).bytes ELSE (SELECT c.bytes FROM contents c WHERE c.id = \(table).content_id) END AS bytes"
+    }
+
+    /// The bytes a row of `records` holds, inline and written apart.
+    static let recordSize = """
+        COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0)
+          + COALESCE((SELECT c.size FROM contents c WHERE c.id = records.content_id), 0)
+        """
 
     static func record(fromColumns row: Row, zone: ZoneID) -> NotesModel.Record {
         let parent: String = row[3]
@@ -50,10 +68,10 @@ enum StoredRecord {
 
     static func fetch(_ db: Database, _ recordName: String, in zone: ZoneID) throws -> NotesModel.Record? {
         try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT * FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
+            db.cachedStatement(sql: "SELECT \(columns) FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
             arguments: [zone.owner, zone.name, recordName]
         )
-        .map { record(from: $0, zone: zone) }
+        .map { record(fromColumns: $0, zone: zone) }
     }
 
     /// The record without its body or bytes: what checks need, without reading content.
@@ -73,9 +91,8 @@ enum StoredRecord {
     static func keepVersion(_ db: Database, _ recordName: String, in zone: ZoneID) throws {
         try db.cachedStatement(
             sql: """
-                INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, size, modified_by, modified_at, created_seq)
-                SELECT owner, zone, record_name, seq, name, parent, body,
-                       COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0), modified_by, modified_at, created_seq
+                INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, content_id, size, modified_by, modified_at, created_seq)
+                SELECT owner, zone, record_name, seq, name, parent, body, \(SeparateContents.versionContentSQL), \(recordSize), modified_by, modified_at, created_seq
                 FROM records WHERE owner = ? AND zone = ? AND record_name = ?
                 """
         ).execute(arguments: [zone.owner, zone.name, recordName])

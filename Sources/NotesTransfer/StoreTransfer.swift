@@ -268,6 +268,9 @@ public struct StoreTransfer: Sendable {
             try await Self.run(
                 "SELECT setval(pg_get_serial_sequence('tokens', 'issued'), GREATEST((SELECT MAX(issued) FROM tokens), 1))",
                 on: connection, logger: logger)
+            try await Self.run(
+                "SELECT setval(pg_get_serial_sequence('contents', 'id'), GREATEST((SELECT MAX(id) FROM contents), 1))",
+                on: connection, logger: logger)
         }
     }
 

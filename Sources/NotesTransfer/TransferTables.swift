@@ -55,12 +55,14 @@ struct TransferTable: Sendable {
             ]),
         TransferTable("zones", [("owner", .text), ("name", .text), ("epoch", .integer), ("changed_seq", .integer)]),
         TransferTable("zone_tombstones", [("owner", .text), ("name", .text), ("seq", .integer)]),
+        TransferTable("contents", [("id", .integer), ("owner", .text), ("body", .blob), ("bytes", .blob), ("size", .integer)]),
+        TransferTable("staged_contents", [("content_id", .integer), ("staged_at", .real)]),
         TransferTable(
             "records",
             [
                 ("owner", .text), ("zone", .text), ("record_name", .text), ("record_type", .text), ("name", .text), ("parent", .text),
                 ("body", .textBytes), ("bytes", .blob), ("created_at", .real), ("modified_at", .real), ("modified_by", .text),
-                ("seq", .integer), ("created_seq", .integer), ("share_id", .text),
+                ("seq", .integer), ("created_seq", .integer), ("share_id", .text), ("content_id", .integer),
             ]),
         TransferTable(
             "tombstones",
@@ -72,6 +74,7 @@ struct TransferTable: Sendable {
             [
                 ("owner", .text), ("zone", .text), ("record_name", .text), ("seq", .integer), ("created_seq", .integer), ("name", .text),
                 ("parent", .text), ("body", .textBytes), ("size", .integer), ("modified_by", .text), ("modified_at", .real),
+                ("content_id", .integer),
             ]),
         TransferTable(
             "shares",

@@ -45,3 +45,22 @@ extension Fixture {
         }
     }
 }
+
+extension Fixture {
+    /// A number read straight from the stored data (`sql` returns one integer), to see
+    /// what the store keeps behind its API.
+    func storedCount(_ sql: String) async throws -> Int64 {
+        switch backend {
+        case .sqlite:
+            return try await DatabaseQueue(path: location).read { db in try Int64.fetchOne(db, sql: sql) ?? 0 }
+        case .postgres:
+            return try await pool!.database.client.withConnection { connection in
+                var value: Int64 = 0
+                for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test")) {
+                    value = try row.decode(Int64.self)
+                }
+                return value
+            }
+        }
+    }
+}

@@ -30,6 +30,9 @@ import Testing
             saves.append(RecordSave(recordName: "n\(index)", recordType: .note, name: "n\(index).md", parent: "folder", body: "note \(index)\u{0}with a NUL"))
         }
         saves.append(RecordSave(recordName: "file", recordType: .file, name: "a.bin", bytes: Data([0, 1, 2, 255])))
+        // Large contents, kept apart from their records, move too.
+        saves.append(RecordSave(recordName: "long", recordType: .note, name: "long.md", parent: "folder", body: String(repeating: "a long line\n", count: 1_000)))
+        saves.append(RecordSave(recordName: "scan", recordType: .file, name: "scan.bin", bytes: Data(repeating: 9, count: 10_000)))
         var saved = try await store.modify(ModifyRequest(zone: work, saves: saves), actor: "alice").saved
         for round in 1...3 {
             let current = try #require(saved.first { $0.recordName == "n0" })
@@ -72,7 +75,8 @@ import Testing
         let report = try await transfer.run()
         #expect(report.resumed && !report.alreadyComplete)
         let rows = Dictionary(report.rows.map { ($0.table, $0.count) }, uniquingKeysWith: { a, _ in a })
-        #expect(rows["records"] == 8 && rows["versions"] == 4 && rows["tokens"] == 2 && rows["participants"] == 3, "\(report.rows)")
+        #expect(rows["records"] == 10 && rows["versions"] == 4 && rows["tokens"] == 2 && rows["participants"] == 3, "\(report.rows)")
+        #expect(rows["contents"] == 2, "\(report.rows)")
         #expect(rows["password_attempts"] ?? 0 > 0 && rows["zone_tombstones"] == 1 && rows["tombstones"] == 1, "\(report.rows)")
         // Run once more, it only compares.
         #expect(try await transfer.run().alreadyComplete)

@@ -24,7 +24,6 @@ public final class SQLiteStore: RecordStore {
     /// SQLite's one writer, and its reader connections, shared fairly between accounts.
     let writer: FairGate
     let readers: FairGate
-    let checkpointer: WALCheckpointer
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     /// - Parameter onChange: called after each commit with the accounts to notify.
@@ -43,14 +42,10 @@ public final class SQLiteStore: RecordStore {
         Self.makeOwnerOnly(path)
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
-            checkpointer = try WALCheckpointer(path: path, logger: logger)
             // After opening: GRDB sets its pools' writer to `synchronous = NORMAL` once
             // `prepareDatabase` has run, which would let a power cut take the last
             // acknowledged writes. The writer connection keeps this for its lifetime.
-            try pool.writeWithoutTransaction { [checkpointer] db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                checkpointer.install(on: db)
-            }
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Migrations.migrator.migrate(pool)
         } catch {
             throw NotesError(.serviceUnavailable, "Cannot open the database at \(path): \(error). Check that the data directory exists and is writable.")

@@ -27,27 +27,43 @@ public struct NotesClient: Sendable {
         }
     }
 
-    /// One HTTP client per CA file for the whole process, never shut down. Unlike
+    /// One HTTP client per CA file (and pool name) for the whole process, never shut down. Unlike
     /// AsyncHTTPClient's shared client they do not retry failed connections until the
     /// request's deadline: a daemon that is not running is reported at once, not after a
     /// minute, and the callers that want to wait (the mount) retry on their own terms.
     private static let clients = Mutex<[String: HTTPClient]>([:])
 
     /// The HTTP client that trusts the system's CAs, or only those in `caFile`.
-    static func http(trusting caFile: String?) -> HTTPClient {
-        clients.withLock { clients in
-            if let client = clients[caFile ?? ""] { return client }
+    static func http(trusting caFile: String?, pool: Pool?) -> HTTPClient {
+        let key = "\(caFile ?? "")\u{0}\(pool?.name ?? "")"
+        return clients.withLock { clients in
+            if let client = clients[key] { return client }
             var configuration = HTTPClient.Configuration()
             configuration.timeout.connect = .seconds(5)
             configuration.connectionPool.retryConnectionEstablishment = false
+            if let pool { configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = pool.connections }
             if let caFile {
                 var tls = TLSConfiguration.makeClientConfiguration()
                 tls.trustRoots = .file(caFile)
                 configuration.tlsConfiguration = tls
             }
             let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-            clients[caFile ?? ""] = client
+            clients[key] = client
             return client
+        }
+    }
+
+    /// Connections of their own, for a program that acts for several people at once (a
+    /// benchmark's accounts, each of whom would be on a machine of their own): requests
+    /// of one never wait for a connection that another's fill.
+    public struct Pool: Sendable {
+        public let name: String
+        /// Requests to one server beyond this many wait for a connection.
+        public let connections: Int
+
+        public init(name: String, connections: Int = 8) {
+            self.name = name
+            self.connections = connections
         }
     }
 
@@ -55,17 +71,20 @@ public struct NotesClient: Sendable {
     public let token: String?
     /// PEM file of the CAs to trust for `https://` (else the system's).
     public let caFile: String?
+    /// nil: the process's one pool (8 connections to each server).
+    public let pool: Pool?
     let timeout: TimeAmount
 
-    public init(endpoint: Endpoint, token: String? = nil, caFile: String? = nil, timeoutSeconds: Int64 = 60) {
+    public init(endpoint: Endpoint, token: String? = nil, caFile: String? = nil, timeoutSeconds: Int64 = 60, pool: Pool? = nil) {
         self.endpoint = endpoint
         self.token = token
         self.caFile = caFile
         self.timeout = .seconds(timeoutSeconds)
+        self.pool = pool
     }
 
     /// This client's HTTP connection pool.
-    var http: HTTPClient { Self.http(trusting: caFile) }
+    var http: HTTPClient { Self.http(trusting: caFile, pool: pool) }
 
     func url(_ path: String) -> String {
         switch endpoint {
@@ -89,24 +108,30 @@ public struct NotesClient: Sendable {
     }
 
     /// Sends a request and decodes the JSON answer, or throws the server's error.
-    func call<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)?, as type: Response.Type) async throws(NotesError) -> Response {
+    func call<Response: Decodable & Sendable>(_ method: HTTPMethod, _ path: String, body: (some Encodable & Sendable)?, as type: Response.Type) async throws(NotesError) -> Response
+    {
         let data = try await exchange(method, path, body: body)
-        do {
-            return try NotesJSON.decoder().decode(Response.self, from: Data(data))
-        } catch {
-            throw NotesError(.internalError, "notesd's answer could not be read: \(error)")
+        let decode = { @Sendable () -> Result<Response, NotesError> in
+            do {
+                return .success(try NotesJSON.decoder().decode(Response.self, from: Data(data)))
+            } catch {
+                return .failure(NotesError(.internalError, "notesd's answer could not be read: \(error)"))
+            }
         }
+        return try (data.count > OffLoop.inlineBytes ? await OffLoop.run(decode) : decode()).get()
     }
 
     /// Sends a request and returns the body of a 2xx answer; any other answer is
     /// thrown as the server's error.
-    func exchange(_ method: HTTPMethod, _ path: String, body: (some Encodable)?) async throws(NotesError) -> [UInt8] {
-        let payload: [UInt8]?
-        do {
-            payload = try body.map { Array(try NotesJSON.encoder().encode($0)) }
-        } catch {
-            throw NotesError(.invalidArguments, "Could not encode the request: \(error)")
+    func exchange(_ method: HTTPMethod, _ path: String, body: (some Encodable & Sendable)?) async throws(NotesError) -> [UInt8] {
+        let encode = { @Sendable () -> Result<[UInt8]?, NotesError> in
+            do {
+                return .success(try body.map { Array(try NotesJSON.encoder().encode($0)) })
+            } catch {
+                return .failure(NotesError(.invalidArguments, "Could not encode the request: \(error)"))
+            }
         }
+        let payload = try (OffLoop.isLarge(body) ? await OffLoop.run(encode) : encode()).get()
         let (status, data) = try await send(method, path, body: payload)
         guard (200..<300).contains(status) else {
             if let body = try? NotesJSON.decoder().decode(NotesJSON.ErrorBody.self, from: Data(data)) {
@@ -175,7 +200,7 @@ public struct NotesClient: Sendable {
         return "\(error)"
     }
 
-    func get<Response: Decodable>(_ path: String, as type: Response.Type) async throws(NotesError) -> Response {
+    func get<Response: Decodable & Sendable>(_ path: String, as type: Response.Type) async throws(NotesError) -> Response {
         try await call(.GET, path, body: Optional<API.Done>.none, as: type)
     }
 }

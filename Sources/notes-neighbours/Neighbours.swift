@@ -134,7 +134,10 @@ final class Daemon: Sendable {
     }
 
     func admin() -> NotesClient { NotesClient(endpoint: .unixSocket(socket), timeoutSeconds: 120) }
-    func tcp(token: String?) -> NotesClient { NotesClient(endpoint: .http("http://127.0.0.1:\(port)"), token: token, timeoutSeconds: 120) }
+    /// Each person's requests on connections of their own, as from a machine of their own.
+    func tcp(token: String?, pool: String, connections: Int = 8) -> NotesClient {
+        NotesClient(endpoint: .http("http://127.0.0.1:\(port)"), token: token, timeoutSeconds: 120, pool: NotesClient.Pool(name: pool, connections: connections))
+    }
 
     /// notesd's most resident memory since the last `resetPeak`, in MB.
     var peakMegabytes: Double {
@@ -177,8 +180,8 @@ struct World: Sendable {
 
     static func make(_ daemon: Daemon, short: Bool) async throws -> World {
         let admin = daemon.admin()
-        let alice = daemon.tcp(token: try await admin.createAccount(name: "alice").token)
-        let mallory = daemon.tcp(token: try await admin.createAccount(name: "mallory").token)
+        let alice = daemon.tcp(token: try await admin.createAccount(name: "alice").token, pool: "alice")
+        let mallory = daemon.tcp(token: try await admin.createAccount(name: "mallory").token, pool: "mallory", connections: 32)
         let aliceZone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
         let malloryZone = ZoneID(owner: "mallory", name: ZoneID.defaultZoneName)
         // alice's public page, which the visitor reads
@@ -204,8 +207,13 @@ struct World: Sendable {
         let folder = try await mallory.createShare(NewShare(zone: malloryZone, rootRecordName: "folder", publicPermission: .readOnly))
         let locked = try await mallory.createShare(NewShare(zone: malloryZone, rootRecordName: "locked", publicPermission: .readOnly))
         _ = try await mallory.updateShare(id: locked.id, ShareUpdate(publicPassword: "the right one"))
+        let visitor = daemon.tcp(token: nil, pool: "visitor")
+        // The page rendered once before the idle phase: its first view is a render, which
+        // would make every later phase's p99 look small against it.
+        _ = try await visitor.raw("GET", "/s/\(alicePage)", body: nil)
         return World(
-            alice: alice, mallory: mallory, visitor: daemon.tcp(token: nil), anonymousAttacker: NotesClient(endpoint: .unixSocket(daemon.socket), timeoutSeconds: 120),
+            alice: alice, mallory: mallory, visitor: visitor,
+            anonymousAttacker: NotesClient(endpoint: .unixSocket(daemon.socket), timeoutSeconds: 120, pool: NotesClient.Pool(name: "anonymous", connections: 200)),
             alicePage: alicePage, malloryPage: folder.urlToken, malloryShareID: locked.id, passwordLink: locked.urlToken, malloryZone: malloryZone,
             aliceZone: aliceZone, short: short)
     }

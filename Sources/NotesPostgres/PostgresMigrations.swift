@@ -263,6 +263,110 @@ enum PostgresMigrations {
                 CREATE TRIGGER contents_left_by_versions AFTER DELETE ON versions
                     FOR EACH ROW EXECUTE FUNCTION contents_left();
                 """),
+        Migration(
+            version: 6, name: "usage and contents kept once per statement",
+            sql: """
+                -- A batch of 400 saves writes its records and versions in a few statements;
+                -- triggers per row then updated the owner's one usage row 800 times in the
+                -- transaction, each update walking the versions of that row the ones before
+                -- had left, while the batch held the change counter. Triggers per statement
+                -- see the statement's rows as a table (transition tables) and write the
+                -- usage once per owner.
+                DROP TRIGGER usage_records ON records;
+                DROP TRIGGER usage_versions ON versions;
+                DROP TRIGGER contents_left_by_records ON records;
+                DROP TRIGGER contents_left_by_versions ON versions;
+
+                CREATE FUNCTION usage_add_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, bytes)
+                        SELECT owner, SUM(COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)) FROM changed GROUP BY owner
+                    ON CONFLICT (owner) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE FUNCTION usage_subtract_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    UPDATE usage u SET bytes = u.bytes - d.bytes
+                    FROM (SELECT owner, SUM(COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)) AS bytes FROM changed GROUP BY owner) d
+                    WHERE u.owner = d.owner AND d.bytes <> 0;
+                    RETURN NULL;
+                END $$;
+                CREATE FUNCTION usage_update_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, bytes)
+                        SELECT owner, SUM(size) FROM (
+                            SELECT owner, COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0) AS size FROM after
+                            UNION ALL
+                            SELECT owner, -(COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)) FROM before) c
+                        GROUP BY owner HAVING SUM(size) <> 0
+                    ON CONFLICT (owner) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER usage_records_insert AFTER INSERT ON records
+                    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION usage_add_records();
+                CREATE TRIGGER usage_records_delete AFTER DELETE ON records
+                    REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION usage_subtract_records();
+                CREATE TRIGGER usage_records_update AFTER UPDATE ON records
+                    REFERENCING OLD TABLE AS before NEW TABLE AS after FOR EACH STATEMENT EXECUTE FUNCTION usage_update_records();
+
+                CREATE FUNCTION usage_add_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, bytes)
+                        SELECT owner, SUM(COALESCE(octet_length(body), 0)) FROM changed GROUP BY owner
+                    ON CONFLICT (owner) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE FUNCTION usage_subtract_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    UPDATE usage u SET bytes = u.bytes - d.bytes
+                    FROM (SELECT owner, SUM(COALESCE(octet_length(body), 0)) AS bytes FROM changed GROUP BY owner) d
+                    WHERE u.owner = d.owner AND d.bytes <> 0;
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER usage_versions_insert AFTER INSERT ON versions
+                    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION usage_add_versions();
+                CREATE TRIGGER usage_versions_delete AFTER DELETE ON versions
+                    REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION usage_subtract_versions();
+
+                -- A content goes when the last record or version pointing at it does: the
+                -- contents the statement's rows pointed at before it, checked once each.
+                CREATE FUNCTION contents_left_by_statement() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    DELETE FROM contents c WHERE c.id IN (SELECT content_id FROM gone WHERE content_id IS NOT NULL)
+                      AND NOT EXISTS (SELECT 1 FROM records WHERE content_id = c.id)
+                      AND NOT EXISTS (SELECT 1 FROM versions WHERE content_id = c.id);
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER contents_left_by_deleted_records AFTER DELETE ON records
+                    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION contents_left_by_statement();
+                CREATE TRIGGER contents_left_by_updated_records AFTER UPDATE ON records
+                    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION contents_left_by_statement();
+                CREATE TRIGGER contents_left_by_deleted_versions AFTER DELETE ON versions
+                    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION contents_left_by_statement();
+                DROP FUNCTION usage_of_record();
+                DROP FUNCTION usage_of_version();
+                DROP FUNCTION contents_left();
+
+                -- A content counts toward its owner's storage from the modify that takes it
+                -- (`SeparateContents.charge`), not from its writing: the writing of each group
+                -- took the owner's usage row until its commit, and the modify, holding the
+                -- change counter, waited for the owner's other groups. A content deleted while
+                -- still staged (its modify failed) was never counted.
+                DROP TRIGGER usage_contents ON contents;
+                DROP FUNCTION usage_of_content();
+                CREATE FUNCTION usage_of_deleted_content() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NOT EXISTS (SELECT 1 FROM staged_contents WHERE content_id = OLD.id) THEN
+                        UPDATE usage SET bytes = bytes - OLD.size WHERE owner = OLD.owner;
+                    END IF;
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER usage_contents AFTER DELETE ON contents
+                    FOR EACH ROW EXECUTE FUNCTION usage_of_deleted_content();
+                UPDATE usage u SET bytes = u.bytes - s.size
+                FROM (SELECT c.owner, SUM(c.size) AS size FROM contents c JOIN staged_contents s ON s.content_id = c.id GROUP BY c.owner) s
+                WHERE u.owner = s.owner;
+                """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared

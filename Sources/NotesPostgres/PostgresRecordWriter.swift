@@ -16,11 +16,18 @@ final class PostgresRecordWriter {
     private var readAhead: [String: Record] = [:]
     /// The names `readAhead` answers for; a name here and not in `readAhead` does not exist.
     private var readAheadNames: Set<String> = []
+    /// Saves decided and not yet written: written before the records table is read or
+    /// changed otherwise, and by `finish()`.
+    private var pending = PostgresPendingSaves()
 
-    init(context: PostgresWrite, access: ZoneAccess, actor: String) {
+    /// Each save written as soon as it is decided (for an error that must name its save).
+    let oneAtATime: Bool
+
+    init(context: PostgresWrite, access: ZoneAccess, actor: String, oneAtATime: Bool = false) {
         self.context = context
         self.access = access
         self.actor = actor
+        self.oneAtATime = oneAtATime
     }
     var zone: ZoneID { access.zone }
     var sql: SQL { context.sql }
@@ -38,7 +45,19 @@ final class PostgresRecordWriter {
         if readAheadNames.remove(recordName) != nil {
             return readAhead.removeValue(forKey: recordName)
         }
+        try await flush()
         return try await PostgresRecords.fetchMetadata(sql, recordName, in: zone)
+    }
+
+    /// Writes the saves decided so far.
+    private func flush() async throws {
+        guard !pending.isEmpty else { return }
+        try await pending.write(sql, zone: zone, actor: actor, now: context.now.storedValue)
+    }
+
+    /// Writes what the operation's saves left pending; call it once they are all decided.
+    func finish() async throws {
+        try await flush()
     }
 
     /// Forgets what was read ahead: records moved share, so their rows changed.
@@ -59,6 +78,7 @@ final class PostgresRecordWriter {
             throw try await withServerRecord(error, delete.recordName)
         }
         guard let existing else { return true }
+        try await flush()
         let children = try await sql.column(
             "SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND parent = \(existing.recordName)", as: String.self)
         guard try RecordRules.checkEmptied(existing, children: children, deleting: deleting, savedParents: savedParents) == .now else { return false }
@@ -88,27 +108,23 @@ final class PostgresRecordWriter {
         let ownShare = access.rootShares[save.recordName]
         let newShare = ownShare ?? parentShare
         let seq = context.nextSeq()
-        let body = contentID == nil ? PostgresRecords.storedText(save.body) : nil
-        let bytes = contentID == nil ? save.bytes : nil
-        let now = context.now.storedValue
+        let row = PostgresPendingSaves.Row(
+            recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name, parent: save.parent ?? "",
+            body: contentID == nil ? PostgresRecords.storedText(save.body) : nil, bytes: contentID == nil ? save.bytes : nil,
+            seq: seq, shareID: newShare, contentID: contentID)
 
         if let existing {
             try await checkUpdate(save, existing: existing, ownShare: ownShare, parentShare: parentShare, newShare: newShare)
-            try await PostgresRecords.keepVersion(sql, save.recordName, in: zone)
-            _ = try await sql.rows(
-                UpdateRecord(
-                    owner: zone.owner, zone: zone.name, recordName: save.recordName, name: save.name, parent: save.parent ?? "",
-                    body: body, bytes: bytes, now: now, actor: actor, seq: seq, shareID: newShare, contentID: contentID))
+            pending.update(row)
             if existing.shareID != newShare {
+                try await flush()
                 try await moveSubtree(of: existing, from: existing.shareID, to: newShare, recordSeq: seq)
             }
         } else {
             try RecordRules.checkCreate(save, newShare: newShare, access: access)
-            _ = try await sql.rows(
-                InsertRecord(
-                    owner: zone.owner, zone: zone.name, recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name,
-                    parent: save.parent ?? "", body: body, bytes: bytes, now: now, actor: actor, seq: seq, shareID: newShare, contentID: contentID))
+            pending.insert(row)
         }
+        if oneAtATime { try await flush() }
         let saved = RecordRules.saved(save, zone: zone, existing: existing, now: context.now, actor: actor, seq: seq, share: newShare)
         if save.recordType == .folder { folders[save.recordName] = saved }
         return saved
@@ -138,6 +154,7 @@ final class PostgresRecordWriter {
             throw try await withServerRecord(error, existing.recordName)
         }
         guard moved else { return }
+        try await flush()
         // Walk up from the new parent: meeting the record itself means a cycle.
         var cursor = save.parent
         var steps = 0

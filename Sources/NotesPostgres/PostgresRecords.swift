@@ -59,12 +59,6 @@ enum PostgresRecords {
             .map { try record(from: $0, zone: zone).record }
     }
 
-    /// Keeps the record's current state as a version before it is overwritten or
-    /// deleted; the versions table holds every state but the current one.
-    static func keepVersion(_ sql: SQL, _ recordName: String, in zone: ZoneID) async throws {
-        _ = try await sql.rows(KeepVersion(owner: zone.owner, zone: zone.name, recordName: recordName))
-    }
-
     /// The record names below `recordName` (not itself), at any depth.
     static func descendants(_ sql: SQL, of recordName: String, in zone: ZoneID) async throws -> [String] {
         try await sql.column(

@@ -119,55 +119,6 @@ public struct InsertRecord: PreparedRows {
     }
 }
 
-/// An existing record's row, overwritten (its previous state kept first: `KeepVersion`).
-struct UpdateRecord: PreparedRows {
-    static let sql = """
-        UPDATE records SET name = $4, parent = $5, body = $6, bytes = $7, modified_at = $8, modified_by = $9, seq = $10, share_id = $11, content_id = $12
-        WHERE owner = $1 AND zone = $2 AND record_name = $3
-        """
-    static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .text, .text, .bytea, .bytea, .float8, .text, .int8, .text, .int8]
-    let owner: String, zone: String, recordName: String, name: String, parent: String
-    let body: Data?, bytes: Data?, now: Double, actor: String, seq: Int64, shareID: String?
-    let contentID: Int64?
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 12)
-        bindings.append(owner)
-        bindings.append(zone)
-        bindings.append(recordName)
-        bindings.append(name)
-        bindings.append(parent)
-        try bindings.append(body)
-        try bindings.append(bytes)
-        bindings.append(now)
-        bindings.append(actor)
-        bindings.append(seq)
-        bindings.append(shareID)
-        bindings.append(contentID)
-        return bindings
-    }
-}
-
-/// Keeps a record's current state as a version before it is overwritten or deleted; the
-/// versions table holds every state but the current one.
-struct KeepVersion: PreparedRows {
-    static let sql = """
-        INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, content_id, size, modified_by, modified_at, created_seq)
-        SELECT owner, zone, record_name, seq, name, parent, body, \(SeparateContents.versionContentSQL), \(PostgresRecords.size("records")), modified_by, modified_at, created_seq
-        FROM records WHERE owner = $1 AND zone = $2 AND record_name = $3
-        """
-    static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text]
-    let owner: String, zone: String, recordName: String
-
-    func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 3)
-        bindings.append(owner)
-        bindings.append(zone)
-        bindings.append(recordName)
-        return bindings
-    }
-}
-
 /// The last statement of a modify: the counter written back (when numbers were taken),
 /// the zone's change number, the notices sent to the other instances, and the bytes the
 /// zone's owner holds after the write (for the quota check).

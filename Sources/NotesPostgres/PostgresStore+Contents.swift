@@ -47,27 +47,24 @@ extension PostgresStore {
         return written
     }
 
-    /// Inside the modify's transaction: its contents are in use from now on. Throws if
-    /// one of them is gone (deleted as abandoned), changing nothing.
-    static func takeWrittenApart(_ sql: SQL, _ ids: [Int64]) async throws {
+    /// Inside the modify's transaction: its contents are in use, and count toward
+    /// `owner`'s storage (`bytes`), from now on. Throws if one of them is gone (deleted as
+    /// abandoned), changing nothing.
+    static func takeWrittenApart(_ sql: SQL, _ ids: [Int64], charging bytes: Int64, to owner: String) async throws {
         guard !ids.isEmpty else { return }
         let taken = try await sql.count("DELETE FROM staged_contents WHERE content_id = ANY(\(ids)) RETURNING 1")
         guard taken == ids.count else {
             throw NotesError(.serviceUnavailable, "The server dropped this request's contents while it waited; send it again.")
         }
+        try await sql.execute(
+            "INSERT INTO usage AS u (owner, bytes) VALUES (\(owner), \(bytes)) ON CONFLICT (owner) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes")
     }
 
     /// Deletes contents written for a modify that did not commit.
     func dropWrittenApart(_ ids: [Int64]) async {
         guard !ids.isEmpty else { return }
         do {
-            try await write(sequenced: false) { context in
-                try await context.sql.execute(
-                    """
-                    WITH gone AS (DELETE FROM staged_contents WHERE content_id = ANY(\(ids)) RETURNING content_id)
-                    DELETE FROM contents WHERE id IN (SELECT content_id FROM gone)
-                    """)
-            }
+            try await write(sequenced: false) { context in try await Self.drop(context.sql, .these(ids)) }
         } catch {
             logger.warning("contents of a failed modify stay until the retention pass", metadata: ["error": "\(error)"])
         }
@@ -77,12 +74,25 @@ extension PostgresStore {
     /// retention pass.
     func dropAbandonedContents() async throws(NotesError) {
         let before = clock().storedValue - Self.abandonedContentSeconds
-        try await write(sequenced: false) { context in
-            try await context.sql.execute(
-                """
-                WITH gone AS (DELETE FROM staged_contents WHERE staged_at < \(before) RETURNING content_id)
-                DELETE FROM contents WHERE id IN (SELECT content_id FROM gone)
-                """)
+        try await write(sequenced: false) { context in try await Self.drop(context.sql, .stagedBefore(before)) }
+    }
+
+    /// Deletes staged contents and their staging rows: the contents first, while still
+    /// staged (so uncounted: `usage_of_deleted_content`), their staging rows locked so a
+    /// modify taking one meanwhile waits and then finds it gone.
+    private static func drop(_ sql: SQL, _ staged: Staged) async throws {
+        switch staged {
+        case .these(let ids):
+            try await sql.execute("DELETE FROM contents WHERE id IN (SELECT content_id FROM staged_contents WHERE content_id = ANY(\(ids)) FOR UPDATE)")
+            try await sql.execute("DELETE FROM staged_contents WHERE content_id = ANY(\(ids))")
+        case .stagedBefore(let time):
+            try await sql.execute("DELETE FROM contents WHERE id IN (SELECT content_id FROM staged_contents WHERE staged_at < \(time) FOR UPDATE)")
+            try await sql.execute("DELETE FROM staged_contents WHERE staged_at < \(time)")
         }
+    }
+
+    private enum Staged {
+        case these([Int64])
+        case stagedBefore(Double)
     }
 }

@@ -69,9 +69,18 @@ extension PostgresStore {
         let saves = try RecordRules.ordered(request.saves)
         let deleting = Set(request.deletes.map(\.recordName))
         let apart = try await writeApart(saves, in: request.zone, actor: actor)
-        let apartBytes = saves.reduce(0) { $0 + (apart[$1.recordName] == nil ? 0 : Int64($1.contentSize)) }
+        let apartBytes = SeparateContents.charge(saves, apart: apart)
         do {
-            return try await modifyNow(request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, apart: apart, apartBytes: apartBytes)
+            do {
+                return try await modifyNow(request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, apart: apart, apartBytes: apartBytes)
+            } catch  where error.code == .constraintViolation && saves.count > 1 {
+                // A name taken twice shows when the saves are written together, not
+                // which save took it: the operation runs again a save at a time, so that
+                // the error names the save that failed (or it goes through, if the name
+                // came free meanwhile).
+                return try await modifyNow(
+                    request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, apart: apart, apartBytes: apartBytes, oneAtATime: true)
+            }
         } catch {
             await dropWrittenApart(Array(apart.values))
             throw error
@@ -79,18 +88,20 @@ extension PostgresStore {
     }
 
     /// The modify's own transaction: its large contents are already written (`apart`,
-    /// counted in the owner's usage since, `apartBytes`).
+    /// counted in the owner's usage since, `apartBytes`). Its saves are written together
+    /// (`PostgresPendingSaves`), or each as it is decided (`oneAtATime`).
     private func modifyNow(
-        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], apart: [String: Int64], apartBytes: Int64
+        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], apart: [String: Int64], apartBytes: Int64,
+        oneAtATime: Bool = false
     ) async throws(NotesError) -> ModifyResult {
         try await write { context in
-            try await Self.takeWrittenApart(context.sql, Array(apart.values))
+            try await Self.takeWrittenApart(context.sql, Array(apart.values), charging: apartBytes, to: request.zone.owner)
             let owner = request.zone.owner
             let names = Set(request.deletes.map(\.recordName) + saves.map(\.recordName) + saves.compactMap(\.parent))
             let (access, usage, participants, found) = try await PostgresRecords.accessAndUsage(
                 context.sql, zone: request.zone, actor: actor, records: Array(names))
             let usedBefore = usage - apartBytes
-            let writer = PostgresRecordWriter(context: context, access: access, actor: actor)
+            let writer = PostgresRecordWriter(context: context, access: access, actor: actor, oneAtATime: oneAtATime)
             writer.readAhead(names, found: found)
             var saved: [Record] = []
             saved.reserveCapacity(saves.count)
@@ -106,6 +117,8 @@ extension PostgresStore {
                     current = save.recordName
                     saved.append(try await writer.save(save, contentID: apart[save.recordName]))
                 }
+                current = saves.last?.recordName ?? current
+                try await writer.finish()
                 for delete in afterSaves {
                     current = delete.recordName
                     try await writer.delete(delete, deleting: deleting)

@@ -289,6 +289,25 @@ enum Migrations {
                     END;
                     """)
         }
+        migrator.registerMigration("v10: contents count from the modify that takes them") { db in
+            try db.execute(
+                sql: """
+                    -- A content counts toward its owner's storage from the modify that takes it
+                    -- (`SeparateContents.charge`), not from its writing: on PostgreSQL the
+                    -- writing of each group then took the owner's usage row, and the modify,
+                    -- holding the change counter, waited for the owner's other groups. Both
+                    -- stores keep the same rule. A content deleted while still staged (its modify
+                    -- failed) was never counted.
+                    DROP TRIGGER usage_content_insert;
+                    DROP TRIGGER usage_content_delete;
+                    CREATE TRIGGER usage_content_delete AFTER DELETE ON contents
+                    WHEN NOT EXISTS (SELECT 1 FROM staged_contents WHERE content_id = OLD.id) BEGIN
+                        UPDATE usage SET bytes = bytes - OLD.size WHERE owner = OLD.owner;
+                    END;
+                    UPDATE usage SET bytes = bytes - COALESCE((
+                        SELECT SUM(c.size) FROM contents c JOIN staged_contents s ON s.content_id = c.id WHERE c.owner = usage.owner), 0);
+                    """)
+        }
         return migrator
     }
 }

@@ -44,15 +44,18 @@ extension SQLiteStore {
         return written
     }
 
-    /// Inside the modify's transaction: its contents are in use from now on. Throws if
-    /// one of them is gone (deleted as abandoned), changing nothing.
-    static func takeWrittenApart(_ db: Database, _ ids: some Collection<Int64>) throws {
+    /// Inside the modify's transaction: its contents are in use, and count toward
+    /// `owner`'s storage (`bytes`), from now on. Throws if one of them is gone (deleted as
+    /// abandoned), changing nothing.
+    static func takeWrittenApart(_ db: Database, _ ids: some Collection<Int64>, charging bytes: Int64, to owner: String) throws {
         guard !ids.isEmpty else { return }
         let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ",")
         try db.execute(sql: "DELETE FROM staged_contents WHERE content_id IN (\(placeholders))", arguments: StatementArguments(Array(ids)))
         guard db.changesCount == ids.count else {
             throw NotesError(.serviceUnavailable, "The server dropped this request's contents while it waited; send it again.")
         }
+        try db.execute(sql: "INSERT OR IGNORE INTO usage (owner, bytes) VALUES (?, 0)", arguments: [owner])
+        try db.execute(sql: "UPDATE usage SET bytes = bytes + ? WHERE owner = ?", arguments: [bytes, owner])
     }
 
     /// Deletes contents written for a modify that did not commit, a few hundred at a time.

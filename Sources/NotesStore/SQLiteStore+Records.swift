@@ -68,11 +68,11 @@ extension SQLiteStore {
         let deleting = Set(request.deletes.map(\.recordName))
         let store = self
         let apart = try await writeApart(saves, in: request.zone, actor: actor)
-        let apartBytes = saves.reduce(0) { $0 + (apart[$1.recordName] == nil ? 0 : Int64($1.contentSize)) }
+        let apartBytes = SeparateContents.charge(saves, apart: apart)
         do {
             // (A few small notes take a millisecond: see `write(small:)`.)
             return try await write(small: SeparateContents.isSmall(saves, deletes: request.deletes.count)) { context in
-                try Self.takeWrittenApart(context.db, apart.values)
+                try Self.takeWrittenApart(context.db, apart.values, charging: apartBytes, to: request.zone.owner)
                 return try store.modifyNow(request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, apart: apart, apartBytes: apartBytes, context: context)
             }
         } catch {

@@ -10,6 +10,13 @@ public import NotesModel
 /// (about 3 ms each, others' saves taking their turns between them), the batch's own
 /// transaction only sets references, and a version of a large note costs a reference,
 /// not a copy. Contents that the modify then does not use (it failed) are deleted.
+///
+/// A content counts toward its owner's storage from the modify that takes it, which adds
+/// `charge(_:apart:)` to the owner's usage in its own transaction; one deleted while still
+/// staged was never counted. (Counted from its writing, each group's transaction took
+/// the owner's usage row on PostgreSQL, and the modify, holding the change counter,
+/// waited for the owner's other groups: every account's save waited with it.) What is
+/// staged and not yet counted is bounded by the caller's bytes in flight.
 public enum SeparateContents {
     /// Contents from this size are written apart: below it a note fits its table's page.
     public static let minimumBytes = 4 * 1024
@@ -32,6 +39,12 @@ public enum SeparateContents {
         }
         if !current.isEmpty { groups.append(current) }
         return groups
+    }
+
+    /// The bytes a modify adds to its owner's usage when it takes its contents written
+    /// apart (`apart`: record name → content id).
+    public static func charge(_ saves: [RecordSave], apart: [String: Int64]) -> Int64 {
+        saves.reduce(0) { $0 + (apart[$1.recordName] == nil ? 0 : Int64($1.contentSize)) }
     }
 
     /// What a version keeps of a record's content written apart (SQL on a row of

@@ -212,10 +212,23 @@ public struct StoreTransfer: Sendable {
             if batch.rows.isEmpty { break }
             let insert = Self.insert(batch.rows, into: table)
             let through = batch.last
+            let after = rowid
             copied += batch.rows.count
             let done = copied
             try await target.client.withTransaction(logger: logger) { connection in
                 try await Self.run(insert, on: connection, logger: logger)
+                if table.name == "contents" {
+                    // Contents in use count toward their owner's usage (the stores charge
+                    // them when a modify takes them; no trigger counts them on insert).
+                    try await Self.run(
+                        """
+                        INSERT INTO usage AS u (owner, bytes)
+                        SELECT owner, SUM(size) FROM contents c
+                        WHERE c.id > \(after) AND c.id <= \(through) AND NOT EXISTS (SELECT 1 FROM staged_contents s WHERE s.content_id = c.id)
+                        GROUP BY owner
+                        ON CONFLICT (owner) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes
+                        """, on: connection, logger: logger)
+                }
                 try await Self.run(
                     """
                     INSERT INTO transfer_progress (table_name, last_rowid, copied) VALUES (\(table.name), \(through), \(Int64(done)))

@@ -55,8 +55,10 @@ struct TransferTable: Sendable {
             ]),
         TransferTable("zones", [("owner", .text), ("name", .text), ("epoch", .integer), ("changed_seq", .integer)]),
         TransferTable("zone_tombstones", [("owner", .text), ("name", .text), ("seq", .integer)]),
-        TransferTable("contents", [("id", .integer), ("owner", .text), ("body", .blob), ("bytes", .blob), ("size", .integer)]),
+        // (Staged contents first: a content counts toward usage once it is no longer staged,
+        // which `StoreTransfer.copy` charges with each group of contents it copies.)
         TransferTable("staged_contents", [("content_id", .integer), ("staged_at", .real)]),
+        TransferTable("contents", [("id", .integer), ("owner", .text), ("body", .blob), ("bytes", .blob), ("size", .integer)]),
         TransferTable(
             "records",
             [

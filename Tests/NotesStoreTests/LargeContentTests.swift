@@ -1,6 +1,8 @@
 import Foundation
+import Logging
 import NotesModel
 import NotesStoreRules
+import PostgresNIO
 import Testing
 
 /// Contents of 4 KiB and more are written apart from the modify that uses them, so the
@@ -110,6 +112,38 @@ import Testing
         #expect(try await f.storedCount("SELECT COUNT(*) FROM staged_contents") == 0)
         let unchanged = try await f.all()["kept"]?.body == Self.large
         #expect(unchanged)
+    }
+
+    /// Contents were counted toward usage as they were written, so each group's
+    /// transaction took the owner's usage row until its commit; the owner's modify, which
+    /// holds the change counter that every save on the database needs, then waited for it.
+    /// Now a group's transaction holds nothing a modify needs.
+    @Test func aModifyDoesNotWaitForTheOwnersContentsStillBeingWritten() async throws {
+        let f = try await Fixture(.postgres)
+        try await f.note("first", "first.md", body: Self.large)
+        let logger = Logger(label: "test")
+        try await f.pool!.database.client.withConnection { connection in
+            // Given one of alice's groups of contents being written, its transaction open
+            try await connection.query("BEGIN", logger: logger)
+            try await connection.query("INSERT INTO contents (owner, body, size) VALUES ('alice', '\\x00'::bytea, 1)", logger: logger)
+            // When alice (and bob) save large notes meanwhile
+            let finished = await withTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    (try? await f.note("second", "second.md", body: Self.large)) != nil
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(60))
+                    return false
+                }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+            try await connection.query("ROLLBACK", logger: logger)
+            // Then the save went through while that transaction stayed open
+            #expect(finished, "alice's save waited for her contents' open transaction")
+        }
+        #expect(try await f.store.usage(of: Fixture.alice).used == Int64(2 * Self.large.utf8.count))
     }
 
     @Test func aBatchsContentsGoInTransactionsOfAtMostOneMebibyte() {

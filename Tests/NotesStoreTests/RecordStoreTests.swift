@@ -107,6 +107,71 @@ import Testing
         #expect(try await f.all().count == 401)
     }
 
+    /// PostgreSQL writes a batch's saves together: a name taken in the middle of a batch
+    /// must still be reported on the save that took it, and nothing of the batch stay.
+    @Test(arguments: Backend.allCases)
+    func aNameTakenInTheMiddleOfABatchIsReportedOnItsSave(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await f.note("taken", "taken.md")
+        let before = try await f.save((0..<6).map { RecordSave(recordName: "r\($0)", recordType: .note, name: "\($0).md", body: "one") })
+        var saves = before.map { RecordSave(recordName: $0.recordName, recordType: .note, name: $0.name, body: "two", changeTag: $0.changeTag) }
+        saves[2].name = "taken.md"
+        saves.append(RecordSave(recordName: "new", recordType: .note, name: "new.md", body: "new"))
+        do {
+            _ = try await f.save(saves)
+            Issue.record("a batch with a name clash was applied")
+        } catch let error as NotesError {
+            #expect(error.code == .constraintViolation)
+            #expect(error.itemErrors.first { $0.code != .batchRequestFailed }?.recordName == "r2")
+            #expect(error.itemErrors.filter { $0.code == .batchRequestFailed }.count == 6)
+        }
+        let after = try await f.all()
+        #expect(after["new"] == nil && after.values.filter { $0.body == "two" }.isEmpty)
+        // (a record's versions begin with its current state)
+        #expect(try await f.store.versions(of: "r0", in: f.aliceZone, actor: Fixture.alice, limit: 10, before: nil).versions.map(\.body) == ["one"])
+    }
+
+    /// A batch of updates and creations written together keeps each record's previous
+    /// state as its version and stores each content as it was sent: empty text, none,
+    /// a file's bytes, a folder and the notes created inside it in the same batch.
+    @Test(arguments: Backend.allCases)
+    func aBatchWrittenTogetherKeepsEveryVersionAndContent(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let first = try await f.save(
+            [
+                RecordSave(recordName: "text", recordType: .note, name: "text.md", body: "first"),
+                RecordSave(recordName: "file", recordType: .file, name: "file.bin", bytes: Data([1, 2, 3])),
+            ])
+        let tags = Dictionary(uniqueKeysWithValues: first.map { ($0.recordName, $0.changeTag) })
+        let saved = try await f.save(
+            [
+                RecordSave(recordName: "text", recordType: .note, name: "renamed.md", body: "", changeTag: tags["text"]),
+                RecordSave(recordName: "file", recordType: .file, name: "file.bin", bytes: Data([0, 255]), changeTag: tags["file"]),
+                RecordSave(recordName: "folder", recordType: .folder, name: "folder"),
+                RecordSave(recordName: "inside", recordType: .note, name: "inside.md", parent: "folder", body: "in"),
+            ])
+        #expect(saved.map(\.recordName) == ["text", "file", "folder", "inside"])
+        let all = try await f.all()
+        #expect(all["text"]?.body == "" && all["text"]?.name == "renamed.md")
+        #expect(all["file"]?.bytes == Data([0, 255]) && all["file"]?.body == nil)
+        #expect(all["folder"]?.recordType == .folder && all["folder"]?.body == nil && all["folder"]?.bytes == nil)
+        #expect(all["inside"]?.parent == "folder" && all["inside"]?.body == "in")
+        #expect(try await f.store.usage(of: Fixture.alice).used == 0 + 2 + 2 + 5)
+        let versions = try await f.store.versions(of: "text", in: f.aliceZone, actor: Fixture.alice, limit: 10, before: nil).versions
+        // (a record's versions begin with its current state)
+        #expect(versions.map(\.body) == ["", "first"] && versions.map(\.name) == ["renamed.md", "text.md"])
+        #expect(try await f.store.versions(of: "file", in: f.aliceZone, actor: Fixture.alice, limit: 10, before: nil).versions.map(\.size) == [2, 3])
+        // and the saved change tags are the ones the next save must name
+        let again = try await f.save(
+            saved.filter { $0.recordType == .note }.map {
+                RecordSave(recordName: $0.recordName, recordType: .note, name: $0.name, parent: $0.parent, body: "3", changeTag: $0.changeTag)
+            })
+        #expect(again.count == 2)
+        // and usage counted each text once: the records' 1 + 2 + 1 bytes, the versions' "first" and "in"
+        // (a file's kept version holds no bytes)
+        #expect(try await f.store.usage(of: Fixture.alice).used == 4 + 7)
+    }
+
     @Test(arguments: Backend.allCases)
     func badInputChangesNothing(_ backend: Backend) async throws {
         let f = try await Fixture(backend)

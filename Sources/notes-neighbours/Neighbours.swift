@@ -60,6 +60,10 @@ struct Neighbours: AsyncParsableCommand {
         let daemon = try await Daemon.start(binary: binary, database: database)
         defer { daemon.stop() }
         let world = try await World.make(daemon, short: short)
+        if let database {
+            try await world.warmUp()
+            try analyze(database)
+        }
         let duration = short ? 2 : seconds
         let chosen = patterns.map { Set($0.split(separator: ",").map(String.init)) }
         if !json {
@@ -71,6 +75,22 @@ struct Neighbours: AsyncParsableCommand {
         for pattern in Pattern.allCases where chosen?.contains(pattern.rawValue) ?? true {
             let attack = pattern == .all ? Pattern.allCases.filter { $0 != .all } : [pattern]
             report(try await Phase.measure(pattern.rawValue, world: world, daemon: daemon, seconds: duration, idle: idle, attack: attack))
+        }
+    }
+
+    /// Gathers PostgreSQL's statistics on the tables `World.warmUp` filled, as autovacuum
+    /// does within a minute on a server in use: with none, plans made for empty tables
+    /// (a scan of every content for each one a batch replaces, an index on the zone alone
+    /// to find a record by name) stay while the tables grow, and the phases would measure
+    /// a database's first minute instead of its life.
+    func analyze(_ database: String) throws {
+        let psql = Process()
+        psql.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        psql.arguments = [database, "--quiet", "--command", "ANALYZE"]
+        try psql.run()
+        psql.waitUntilExit()
+        guard psql.terminationStatus == 0 else {
+            throw NotesError(.serviceUnavailable, "psql could not run ANALYZE on \(database) (exit \(psql.terminationStatus)); install postgresql-client.")
         }
     }
 
@@ -216,6 +236,23 @@ struct World: Sendable {
             anonymousAttacker: NotesClient(endpoint: .unixSocket(daemon.socket), timeoutSeconds: 120, pool: NotesClient.Pool(name: "anonymous", connections: 200)),
             alicePage: alicePage, malloryPage: folder.urlToken, malloryShareID: locked.id, passwordLink: locked.urlToken, malloryZone: malloryZone,
             aliceZone: aliceZone, short: short)
+    }
+}
+
+extension World {
+    /// Two batches of 400 notes of 40 KB saved and saved again, under names no pattern
+    /// uses: the tables then hold records, versions and contents as on a server in use.
+    func warmUp() async throws {
+        let text = String(repeating: "w", count: short ? 4_000 : 40_000)
+        for lane in 0..<2 {
+            let names = (0..<400).map { "warm-\(lane)-\($0)" }
+            let first = try await mallory.modify(
+                ModifyRequest(zone: malloryZone, saves: names.map { RecordSave(recordName: $0, recordType: .note, name: "\($0).md", body: text) }))
+            _ = try await mallory.modify(
+                ModifyRequest(
+                    zone: malloryZone,
+                    saves: first.saved.map { RecordSave(recordName: $0.recordName, recordType: .note, name: $0.name, body: text + "2", changeTag: $0.changeTag) }))
+        }
     }
 }
 

@@ -68,10 +68,10 @@ extension Request {
         do {
             let data = Data(buffer.readableBytesView)
             // A large body (a batch of notes) decodes for tens of milliseconds: on a thread
-            // of its own, in turns by caller, not on the event loop that carries other
-            // callers' connections.
+            // of its own that gives way to others' small requests, in turns by caller, not
+            // on the event loop that carries other callers' connections.
             guard data.count > Self.decodedInPlace else { return try NotesJSON.decoder().decode(T.self, from: data) }
-            return try await Self.decoding.withPermit { try await Blocking.run { try NotesJSON.decoder().decode(T.self, from: data) } }
+            return try await Self.decoding.withPermit { try await Blocking.background { try NotesJSON.decoder().decode(T.self, from: data) } }
         } catch let error as NotesError {
             throw error
         } catch let error as DecodingError {

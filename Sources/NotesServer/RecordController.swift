@@ -1,11 +1,20 @@
 import HTTPTypes
 import Hummingbird
 import NotesModel
+import NotesWork
 
 /// Zones, records, changes and versions. Names travel in JSON bodies, never in URL
 /// paths, so no name needs escaping and every name gets the same validation.
 struct RecordController {
     let store: any RecordStore
+
+    /// An answer of records as JSON: one that carries more than a little content (a
+    /// lookup answers up to `Limits.lookupAnswerBytes`) is written off the event loop, on a
+    /// thread that gives way to others' small requests.
+    static func encoded(_ answer: API.Records) async throws -> [UInt8] {
+        guard answer.records.reduce(0, { $0 + $1.contentSize }) > Request.decodedInPlace else { return RecordJSONWriter.encode(answer) }
+        return try await Blocking.background { RecordJSONWriter.encode(answer) }
+    }
 
     func addRoutes(to group: RouterGroup<NotesRequestContext>) {
         group.get("zones") { request, context in
@@ -35,7 +44,7 @@ struct RecordController {
             let actor = try context.account().name
             var request = request
             let body = try await request.decodeJSON(API.Lookup.self)
-            return JSONResponse.raw(RecordJSONWriter.encode(try await store.lookUp(body.recordNames, in: body.zone, actor: actor)))
+            return JSONResponse.raw(try await Self.encoded(try await store.lookUp(body.recordNames, in: body.zone, actor: actor)))
         }
         group.post("records/changes") { request, context in
             let actor = try context.account().name

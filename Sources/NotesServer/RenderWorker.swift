@@ -26,6 +26,8 @@ public enum RenderWorker {
             let flags = fcntl(descriptor, F_GETFD)
             if flags >= 0 && flags & FD_CLOEXEC == 0 { close(descriptor) }
         }
+        // A render is one visitor's heavy work: it gives way to notesd's own threads.
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
         limit(RLIMIT_AS, memoryBytes)
         limit(RLIMIT_CPU, cpuSeconds)
         limit(RLIMIT_NOFILE, descriptors)

@@ -71,7 +71,7 @@ package enum LinkPasswords {
 
     private static func offLoop<T: Sendable>(_ body: @escaping @Sendable () throws(NotesError) -> T) async throws(NotesError) -> T {
         do {
-            return try await gate.withPermit { try await Blocking.run { try body() } }
+            return try await gate.withPermit { try await Blocking.background { try body() } }
         } catch let error as NotesError {
             throw error
         } catch {

@@ -1,10 +1,17 @@
 import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Blocking work (a SQLite transaction, PBKDF2, decoding a large body) on a thread of its
 /// own, off NIO's event loops and Swift's cooperative threads: a loop held by one
 /// request holds every connection on it, and the cooperative pool has as many threads as
 /// cores. Callers hold a `FairGate` permit around it, which bounds how many run at once.
 public enum Blocking {
+    /// Work that others wait for (a transaction holding the writer, a read): at notesd's
+    /// own priority.
     public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             // A serial queue of its own, which Dispatch gives a thread of its own: work
@@ -13,5 +20,35 @@ public enum Blocking {
             // writes, whatever turn its gates had given it.
             DispatchQueue(label: "notesd.blocking", qos: .userInitiated).async { continuation.resume(with: Result { try body() }) }
         }
+    }
+
+    /// The nice value of `background` threads: the kernel gives a thread at nice 0 about
+    /// nine times the CPU of one at 10 when both want it.
+    public static let backgroundNice: Int32 = 10
+
+    /// CPU-heavy work that only its own caller waits for (decoding a 16 MB batch, a
+    /// password hash, encoding a large answer), on a new thread that gives way to every
+    /// other thread of notesd (`backgroundNice`). Gates bound how many run at once and
+    /// take turns by caller; this decides who gets the cores meanwhile: on two cores,
+    /// one account's decodes and hashes at notesd's own priority stretched another
+    /// account's small save, which needs a core for a millisecond, to tens of them.
+    public static func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                lowerPriority()
+                continuation.resume(with: Result { try body() })
+            }
+            // (Deep JSON and Markdown recurse: the size Dispatch's threads have.)
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+    }
+
+    /// Lowers the calling thread's priority (on Linux the nice value belongs to the
+    /// thread, and `who` 0 names the calling one); the thread keeps it until it ends.
+    public static func lowerPriority() {
+        #if os(Linux)
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, backgroundNice)
+        #endif
     }
 }

@@ -63,6 +63,12 @@ public enum Limits {
     /// (one request alone is always let in, up to `maxRequestBytes`).
     public static let requestBytesInFlightPerCaller = 128 * 1024 * 1024
 
+    /// Milliseconds a refused request (429) waits before its answer: a client that
+    /// ignores `Retry-After` and asks again at once can then send a few requests a
+    /// second on each connection, not thousands in all (200 guesses at a time from one
+    /// address, each refused at once, took a core of notesd's two to answer).
+    public static let refusalDelayMilliseconds = 200
+
     /// Event streams one account may hold open at once (a mount needs one).
     public static let maxEventStreamsPerAccount = 64
     /// TCP connections one client address may hold open at once.

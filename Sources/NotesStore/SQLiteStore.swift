@@ -24,6 +24,8 @@ public final class SQLiteStore: RecordStore {
     /// SQLite's one writer, and its reader connections, shared fairly between accounts.
     let writer: FairGate
     let readers: FairGate
+    /// Checkpoints as turns of their own at the writer, charged to who filled the log.
+    let checkpoints: CheckpointSchedule
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     /// - Parameter onChange: called after each commit with the accounts to notify.
@@ -39,13 +41,18 @@ public final class SQLiteStore: RecordStore {
         readers = FairGate(name: "the database readers", permits: configuration.maximumReaderCount)
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
+        let checkpoints = CheckpointSchedule()
+        self.checkpoints = checkpoints
         Self.makeOwnerOnly(path)
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             // After opening: GRDB sets its pools' writer to `synchronous = NORMAL` once
             // `prepareDatabase` has run, which would let a power cut take the last
             // acknowledged writes. The writer connection keeps this for its lifetime.
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                checkpoints.install(on: db)
+            }
             try Migrations.migrator.migrate(pool)
         } catch {
             throw NotesError(.serviceUnavailable, "Cannot open the database at \(path): \(error). Check that the data directory exists and is writable.")
@@ -82,14 +89,16 @@ public final class SQLiteStore: RecordStore {
     func write<T: Sendable>(small: Bool = false, _ body: @escaping @Sendable (WriteContext) throws -> T) async throws(NotesError) -> T {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
-        let outcome: (T, Set<ChangeNotice>)
-        let transaction: @Sendable () throws -> (T, Set<ChangeNotice>) = {
-            try self.writeNow { db in
+        let outcome: (T, Set<ChangeNotice>, checkpointFor: String?)
+        let caller = WorkCaller.current
+        let transaction: @Sendable () throws -> (T, Set<ChangeNotice>, checkpointFor: String?) = {
+            let (value, notices) = try self.writeNow { db in
                 let context = try WriteContext(db: db, now: self.clock())
                 let value = try body(context)
                 try context.finish()
                 return (value, context.notices)
             }
+            return (value, notices, self.checkpoints.wrote(caller))
         }
         do {
             if small && writer.tryAcquire() {
@@ -104,7 +113,25 @@ public final class SQLiteStore: RecordStore {
         if !outcome.1.isEmpty {
             onChange(Array(outcome.1))
         }
+        if let charged = outcome.checkpointFor {
+            Task { await WorkCaller.$bound.withValue(charged) { await self.checkpoint() } }
+        }
         return outcome.0
+    }
+
+    /// Copies the log back into the database (`CheckpointSchedule`), in the turn of the
+    /// caller bound to this task. Passive: readers are never waited for; what they still
+    /// read stays in the log for the next one.
+    private func checkpoint() async {
+        do {
+            let frames = try await writer.withPermit {
+                try await Blocking.run { try self.pool.writeWithoutTransaction { db in try db.checkpoint(.passive).walFrameCount } }
+            }
+            checkpoints.checkpointed(logFrames: Int32(clamping: frames))
+        } catch {
+            checkpoints.checkpointed(logFrames: nil)
+            logger.warning("the write-ahead log was not checkpointed; the next write tries again", metadata: ["error": "\(error)"])
+        }
     }
 
     /// A read of a few rows (a token, an account, a share) on one of SQLite's reader

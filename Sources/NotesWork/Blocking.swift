@@ -40,6 +40,8 @@ public enum Blocking {
             }
             // (Deep JSON and Markdown recurse: the size Dispatch's threads have.)
             thread.stackSize = 8 << 20
+            thread.name = "notesd-heavy"
+
             thread.start()
         }
     }

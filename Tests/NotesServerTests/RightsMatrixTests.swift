@@ -10,7 +10,7 @@ import Testing
 /// change cannot decide the next. A route in the document without a row fails the test.
 @Suite struct RightsMatrixTests {
     enum Caller: String, CaseIterable {
-        case owner, readWrite, readOnly, removed, pending, stranger, anonymous, expired
+        case owner, readWrite, readOnly, linkJoiner, removed, pending, stranger, anonymous, expired
     }
 
     enum Object: String {
@@ -18,7 +18,8 @@ import Testing
     }
 
     /// One world per cell: alice's zone holding `shared` (shared: bob read-write, carol
-    /// read-only, dave removed, erin invited and pending) and `outside` (not shared).
+    /// read-only, dave removed, erin invited and pending, gina joined through its public
+    /// read-only link) and `outside` (not shared).
     struct World {
         var zone: ZoneID
         var share: Share
@@ -43,7 +44,7 @@ import Testing
         var expected: @Sendable (Caller, Object) -> Expected
     }
 
-    static let accountCallers: [Caller] = [.owner, .readWrite, .readOnly, .removed, .pending, .stranger]
+    static let accountCallers: [Caller] = [.owner, .readWrite, .readOnly, .linkJoiner, .removed, .pending, .stranger]
 
     static func json(_ value: some Encodable) -> String {
         String(decoding: try! NotesJSON.encoder().encode(value), as: UTF8.self)
@@ -64,14 +65,15 @@ import Testing
             Operation(id: "health", objects: [.none], request: { _, _ in ("GET", "/healthz", nil) }, expected: { _, _ in Expected(status: 200) }),
             Operation(id: "ready", objects: [.none], request: { _, _ in ("GET", "/readyz", nil) }, expected: { _, _ in Expected(status: 200) }),
             Operation(id: "metrics", objects: [.none], request: { _, _ in ("GET", "/metrics", nil) }, expected: admin()),
-            // The share is private: its public page is the same 404 for everyone.
-            Operation(id: "publicPage", objects: [.none], request: { w, _ in ("GET", "/s/\(w.share.urlToken)", nil) }, expected: { _, _ in Expected(status: 404) }),
-            Operation(id: "publicSitePath", objects: [.none], request: { w, _ in ("GET", "/s/\(w.share.urlToken)/shared.html", nil) }, expected: { _, _ in Expected(status: 404) }),
-            // ... and so is the form that takes a link's password.
-            Operation(id: "unlockPublicPage", objects: [.none], request: { w, _ in ("POST", "/s/\(w.share.urlToken)", "password=x") }, expected: { _, _ in Expected(status: 404) }),
+            // The share's public link is read-only: its page is the same for everyone,
+            // token or none.
+            Operation(id: "publicPage", objects: [.none], request: { w, _ in ("GET", "/s/\(w.share.urlToken)", nil) }, expected: { _, _ in Expected(status: 200) }),
+            Operation(id: "publicSitePath", objects: [.none], request: { w, _ in ("GET", "/s/\(w.share.urlToken)/shared.html", nil) }, expected: { _, _ in Expected(status: 200) }),
+            // ... and a link without a password has nothing to unlock: back to the page.
+            Operation(id: "unlockPublicPage", objects: [.none], request: { w, _ in ("POST", "/s/\(w.share.urlToken)", "password=x") }, expected: { _, _ in Expected(status: 303) }),
             Operation(
                 id: "unlockPublicSitePath", objects: [.none], request: { w, _ in ("POST", "/s/\(w.share.urlToken)/shared.html", "password=x") },
-                expected: { _, _ in Expected(status: 404) }),
+                expected: { _, _ in Expected(status: 303) }),
             Operation(id: "whoami", objects: [.none], request: { _, _ in ("GET", "/v1/whoami", nil) }, expected: any(200)),
             Operation(id: "listAccounts", objects: [.none], request: { _, _ in ("GET", "/v1/accounts", nil) }, expected: admin()),
             Operation(
@@ -173,7 +175,7 @@ import Testing
                 expected: { caller, _ in
                     switch caller {
                     case .anonymous, .expired: Expected(status: 401)
-                    case .owner, .readWrite, .readOnly, .pending: Expected(status: 200)
+                    case .owner, .readWrite, .readOnly, .linkJoiner, .pending: Expected(status: 200)
                     default: Expected(status: 404)
                     }
                 }),
@@ -191,7 +193,7 @@ import Testing
                     switch caller {
                     case .anonymous, .expired: Expected(status: 401)
                     case .owner: Expected(status: 403)
-                    case .readWrite, .readOnly, .pending: Expected(status: 200)
+                    case .readWrite, .readOnly, .linkJoiner, .pending: Expected(status: 200)
                     default: Expected(status: 404)
                     }
                 }),
@@ -203,7 +205,11 @@ import Testing
                     case .anonymous, .expired: Expected(status: 401)
                     case .owner: Expected(status: 400)
                     case .pending: Expected(status: 200)
-                    case .readWrite, .readOnly: Expected(status: 409)
+                    case .readWrite, .readOnly, .linkJoiner: Expected(status: 409)
+                    // The share has a public link: anyone with an account may join through it,
+                    // someone the owner removed included (as with any "anyone with the link"
+                    // share: to keep a person out, the owner takes the link down).
+                    case .stranger, .removed: Expected(status: 200)
                     default: Expected(status: 403)
                     }
                 }),
@@ -217,7 +223,7 @@ import Testing
         switch caller {
         case .anonymous, .expired: Expected(status: 401)
         case .owner: Expected(status: 200, reveals: true)
-        case .readWrite, .readOnly: Expected(status: 200, reveals: object == .shared)
+        case .readWrite, .readOnly, .linkJoiner: Expected(status: 200, reveals: object == .shared)
         default: Expected(status: 403)
         }
     }
@@ -226,7 +232,7 @@ import Testing
         switch caller {
         case .anonymous, .expired: Expected(status: 401)
         case .owner: Expected(status: 200)
-        case .readWrite, .readOnly, .pending: Expected(status: 403)
+        case .readWrite, .readOnly, .linkJoiner, .pending: Expected(status: 403)
         default: Expected(status: 404)
         }
     }
@@ -250,7 +256,9 @@ import Testing
         let daemon = try await DaemonProcess.started(tcp: true, arguments: ["--trusted-proxy", "127.0.0.1"])
         let admin = daemon.client()
         var base: [Caller: String] = [:]
-        for (caller, name) in [(Caller.owner, "alice"), (.readWrite, "bob"), (.readOnly, "carol"), (.removed, "dave"), (.pending, "erin"), (.stranger, "frank")] {
+        for (caller, name) in [
+            (Caller.owner, "alice"), (.readWrite, "bob"), (.readOnly, "carol"), (.linkJoiner, "gina"), (.removed, "dave"), (.pending, "erin"), (.stranger, "frank"),
+        ] {
             base[caller] = try await admin.createAccount(name: name).token
         }
         let shortLived = try await admin.issueToken(for: "bob", expiresIn: 1).token
@@ -299,12 +307,12 @@ import Testing
                 ]))
         var share = try await alice.createShare(
             NewShare(
-                zone: zone, rootRecordName: "shared",
+                zone: zone, rootRecordName: "shared", publicPermission: .readOnly,
                 participants: [
                     Invitee(name: "bob", permission: .readWrite), Invitee(name: "carol", permission: .readOnly),
                     Invitee(name: "dave", permission: .readOnly), Invitee(name: "erin", permission: .readOnly),
                 ]))
-        for caller in [Caller.readWrite, .readOnly, .removed] {
+        for caller in [Caller.readWrite, .readOnly, .linkJoiner, .removed] {
             _ = try await daemon.tcpClient(token: tokens[caller]).accept(url: share.urlToken)
         }
         share = try await alice.removeParticipant(shareID: share.id, name: "dave")

@@ -11,13 +11,20 @@ package struct ChangePage: Sendable {
     package let since: Int64
 
     /// Checks a client's token against the zone as it is now.
-    package init(access: ZoneAccess, since parsed: ZoneChangeToken?, limit: Int, current: Int64) throws(NotesError) {
+    /// - Parameter prunedThrough: the last change number whose tombstones the zone has
+    ///   lost to retention (`TombstoneRetention`); a token from before it may have missed one.
+    package init(access: ZoneAccess, since parsed: ZoneChangeToken?, limit: Int, current: Int64, prunedThrough: Int64 = 0) throws(NotesError) {
         if let parsed {
             if parsed.epoch != access.epoch {
                 throw NotesError(.changeTokenExpired, "The zone \(access.zone.name) was deleted and created again; fetch all its records from scratch.")
             }
             if parsed.membership != access.membershipSeq {
                 throw NotesError(.changeTokenExpired, "Your access to \(access.zone.owner)'s notes changed; fetch all records from scratch.")
+            }
+            if parsed.seq < prunedThrough {
+                throw NotesError(
+                    .changeTokenExpired,
+                    "This copy of \(access.zone.owner)'s \(access.zone.name) is older than the 90 days deletions are kept; fetch all its records from scratch.")
             }
             if parsed.seq > current {
                 throw NotesError(.invalidArguments, "The change token is not one this server issued; fetch without a token to start over.")

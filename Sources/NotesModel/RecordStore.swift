@@ -44,6 +44,10 @@ public protocol RecordStore: Sendable {
     /// Deletes the versions the retention rule no longer keeps; returns how many.
     @discardableResult
     func pruneVersions(maxRecords: Int) async throws(NotesError) -> Int
+    /// Deletes tombstones past `TombstoneRetention.keptSeconds` (marking the change
+    /// counter for later passes); returns how many went.
+    @discardableResult
+    func pruneTombstones() async throws(NotesError) -> Int
     /// Purges what was deleted more than `storage.trashDays` ago, with its history, at
     /// most `maxRecords` per transaction; returns how many trashed records went.
     func purgeTrash(maxRecords: Int) async throws(NotesError) -> Int

@@ -367,6 +367,16 @@ enum PostgresMigrations {
                 FROM (SELECT c.owner, SUM(c.size) AS size FROM contents c JOIN staged_contents s ON s.content_id = c.id GROUP BY c.owner) s
                 WHERE u.owner = s.owner;
                 """),
+        Migration(
+            version: 7, name: "tombstones kept 90 days",
+            sql: """
+                -- TombstoneRetention: the change counter marked with the store's clock at each
+                -- retention pass, the last change number each zone lost to it, and an index to
+                -- find the old tombstones.
+                CREATE TABLE counter_marks (at DOUBLE PRECISION NOT NULL, seq BIGINT NOT NULL);
+                ALTER TABLE zones ADD COLUMN pruned_seq BIGINT NOT NULL DEFAULT 0;
+                CREATE INDEX tombstones_by_age ON tombstones(seq);
+                """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared

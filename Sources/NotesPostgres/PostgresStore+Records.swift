@@ -176,7 +176,8 @@ extension PostgresStore {
 
     static func startPage(_ sql: SQL, _ zone: ZoneID, since parsed: ZoneChangeToken?, limit: Int, actor: String) async throws -> PageStart {
         let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
-        let page = try ChangePage(access: access, since: parsed, limit: limit, current: try await PostgresRecords.currentSeq(sql))
+        let (current, pruned) = try await PostgresRecords.currentSeq(sql, prunedIn: zone)
+        let page = try ChangePage(access: access, since: parsed, limit: limit, current: current, prunedThrough: pruned)
         let (recordFilter, tombstoneFilter) = changeFilters(zone, access: access, since: page.since)
         let sizes = try await sql.column(
             recordFilter.selecting(PostgresRecords.size("records"), from: "records", limit: limit + 1), as: Int.self)

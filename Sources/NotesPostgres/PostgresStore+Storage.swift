@@ -112,3 +112,47 @@ extension PostgresStore: LinkPasswordStore {
         }
     }
 }
+
+extension PostgresStore {
+    /// Marks the change counter with the store's clock, then deletes the tombstones at or
+    /// before the newest mark that is `TombstoneRetention.keptSeconds` old, a thousand
+    /// per transaction; each zone keeps the last change number it lost (`pruned_seq`), so
+    /// that a token from before it is told to start over. Returns how many went.
+    @discardableResult
+    public func pruneTombstones() async throws(NotesError) -> Int {
+        let now = clock()
+        let horizon = TombstoneRetention.horizon(now)
+        let through: Int64? = try await write { context in
+            let sql = context.sql
+            try await sql.execute("INSERT INTO counter_marks (at, seq) VALUES (\(now.storedValue), \(context.seq))")
+            let through = try await sql.value("SELECT MAX(seq) FROM counter_marks WHERE at <= \(horizon)", as: Int64?.self) ?? nil
+            // (The newest mark past the horizon stays: it is the next pass's bound.)
+            try await sql.execute("DELETE FROM counter_marks WHERE at < (SELECT MAX(at) FROM counter_marks WHERE at <= \(horizon))")
+            return through
+        }
+        guard let through else { return 0 }
+        var removed = 0
+        while true {
+            // (Under the counter's lock, as every write of zone data.)
+            let count: Int = try await write { context in
+                let rows = try await context.sql.rows(
+                    """
+                    WITH gone AS (
+                        DELETE FROM tombstones WHERE ctid IN (
+                            SELECT ctid FROM tombstones WHERE seq <= \(through) ORDER BY seq LIMIT \(TombstoneRetention.rowsPerTransaction))
+                        RETURNING owner, zone, seq),
+                    lost AS (SELECT owner, zone, MAX(seq) AS seq, COUNT(*) AS n FROM gone GROUP BY owner, zone),
+                    marked AS (
+                        UPDATE zones z SET pruned_seq = GREATEST(z.pruned_seq, lost.seq) FROM lost
+                        WHERE z.owner = lost.owner AND z.name = lost.zone RETURNING 1)
+                    SELECT COALESCE(SUM(n), 0)::BIGINT FROM lost
+                    """)
+                return Int(try rows.first?.decode(Int64.self) ?? 0)
+            }
+            removed += count
+            if count < TombstoneRetention.rowsPerTransaction { break }
+        }
+        if removed > 0 { logger.info("tombstone retention", metadata: ["removed": "\(removed)"]) }
+        return removed
+    }
+}

@@ -11,7 +11,8 @@ struct ChangeQuery {
 
     init(_ db: Database, zone: ZoneID, since parsed: ZoneChangeToken?, limit: Int, actor: String) throws {
         let access = try ZoneAccess.load(db, zone: zone, actor: actor)
-        page = try ChangePage(access: access, since: parsed, limit: limit, current: try SQLiteStore.currentSeq(db))
+        let pruned = try Int64.fetchOne(db.cachedStatement(sql: "SELECT pruned_seq FROM zones WHERE owner = ? AND name = ?"), arguments: [zone.owner, zone.name]) ?? 0
+        page = try ChangePage(access: access, since: parsed, limit: limit, current: try SQLiteStore.currentSeq(db), prunedThrough: pruned)
         var recordFilter = "owner = ? AND zone = ? AND seq > ?"
         var tombstoneFilter = recordFilter + " AND kind = 'deleted'"
         var arguments: StatementArguments = [zone.owner, zone.name, page.since]

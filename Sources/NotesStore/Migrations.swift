@@ -308,6 +308,17 @@ enum Migrations {
                         SELECT SUM(c.size) FROM contents c JOIN staged_contents s ON s.content_id = c.id WHERE c.owner = usage.owner), 0);
                     """)
         }
+        migrator.registerMigration("v11: tombstones kept 90 days") { db in
+            try db.execute(
+                sql: """
+                    -- TombstoneRetention: the change counter marked with the store's clock at each
+                    -- retention pass, the last change number each zone lost to it, and an index
+                    -- to find the old tombstones.
+                    CREATE TABLE counter_marks (at REAL NOT NULL, seq INTEGER NOT NULL);
+                    ALTER TABLE zones ADD COLUMN pruned_seq INTEGER NOT NULL DEFAULT 0;
+                    CREATE INDEX tombstones_by_age ON tombstones(seq);
+                    """)
+        }
         return migrator
     }
 }

@@ -53,7 +53,8 @@ struct TransferTable: Sendable {
                 ("id", .text), ("account", .text), ("secret_hash", .blob), ("created_at", .real), ("expires_at", .real), ("label", .text),
                 ("issued", .rowid),
             ]),
-        TransferTable("zones", [("owner", .text), ("name", .text), ("epoch", .integer), ("changed_seq", .integer)]),
+        TransferTable("zones", [("owner", .text), ("name", .text), ("epoch", .integer), ("changed_seq", .integer), ("pruned_seq", .integer)]),
+        TransferTable("counter_marks", [("at", .real), ("seq", .integer)]),
         TransferTable("zone_tombstones", [("owner", .text), ("name", .text), ("seq", .integer)]),
         // (Staged contents first: a content counts toward usage once it is no longer staged,
         // which `StoreTransfer.copy` charges with each group of contents it copies.)

@@ -387,9 +387,9 @@ struct NotifierService: Service {
     }
 }
 
-/// Thins old versions by the retention rule and empties the trash of what is past its
-/// days: once at start, then every hour, in small transactions so that writers wait
-/// milliseconds at most.
+/// Thins old versions by the retention rule, empties the trash of what is past its
+/// days and deletes tombstones past 90 days: once at start, then every hour, in small
+/// transactions so that writers wait milliseconds at most.
 struct RetentionService: Service {
     let store: any RecordStore
     let logger: Logger
@@ -405,6 +405,11 @@ struct RetentionService: Service {
                 _ = try await store.purgeTrash(maxRecords: 200)
             } catch {
                 logger.error("emptying the trash failed; it is tried again in an hour", metadata: ["error": "\(error)"])
+            }
+            do {
+                try await store.pruneTombstones()
+            } catch {
+                logger.error("tombstone retention failed; it is tried again in an hour", metadata: ["error": "\(error)"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(3_600)) }
         }

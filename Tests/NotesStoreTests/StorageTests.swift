@@ -106,4 +106,37 @@ import Testing
         #expect(StoragePolicy.parseSize("-5") == nil)
         #expect(StoragePolicy.parseSize("9999999999T") == nil)
     }
+
+    /// Tombstones were kept for ever and cost nobody's quota. After 90 days on the
+    /// store's clock they go; a copy from before the deletion is told to start over, one
+    /// that had seen it goes on, and a fetch from scratch lists what is there.
+    @Test(arguments: Backend.allCases)
+    func tombstonesGoAfterNinetyDaysAndOlderCopiesStartOver(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let gone = try await f.note("gone", "gone.md")
+        try await f.note("kept", "kept.md")
+        let before = try await f.store.zoneChanges(f.aliceZone, since: nil, limit: 100, actor: Fixture.alice)
+        _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "gone", changeTag: gone.changeTag)]), actor: Fixture.alice)
+        // A retention pass right away marks the counter and finds nothing old enough.
+        #expect(try await f.store.pruneTombstones() == 0)
+        let seen = try await f.store.zoneChanges(f.aliceZone, since: before.changeToken, limit: 100, actor: Fixture.alice)
+        #expect(seen.deleted == ["gone"])
+        // When 91 days pass and the retention pass runs again
+        f.clock.advance(by: 91 * 86_400)
+        #expect(try await f.store.pruneTombstones() == 1)
+        #expect(try await f.storedCount("SELECT COUNT(*) FROM tombstones") == 0)
+        // Then a copy from before the deletion starts over, in both encodings
+        await f.expectFailure(.changeTokenExpired) { _ = try await f.store.zoneChanges(f.aliceZone, since: before.changeToken, limit: 100, actor: Fixture.alice) }
+        await f.expectFailure(.changeTokenExpired) { _ = try await f.store.zoneChangesJSON(f.aliceZone, since: before.changeToken, limit: 100, actor: Fixture.alice) }
+        // while one that had seen the deletion goes on
+        let later = try await f.store.zoneChanges(f.aliceZone, since: seen.changeToken, limit: 100, actor: Fixture.alice)
+        #expect(later.records.isEmpty && later.deleted.isEmpty)
+        // and from scratch the zone is what is there
+        #expect(try await f.all().keys.sorted() == ["kept"])
+        // A later pass has nothing left to do, and a new deletion is kept its 90 days.
+        _ = try await f.store.modify(
+            ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "kept", changeTag: try await f.all()["kept"]?.changeTag)]), actor: Fixture.alice)
+        #expect(try await f.store.pruneTombstones() == 0)
+        #expect(try await f.storedCount("SELECT COUNT(*) FROM tombstones") == 1)
+    }
 }

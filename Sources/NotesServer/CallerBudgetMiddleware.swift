@@ -12,8 +12,11 @@ import Synchronization
 /// writer and readers, PostgreSQL connections, password checks, page renders) serves it
 /// in its caller's turn. A caller may have `Limits.requestsInFlightPerCaller` requests
 /// under way and `Limits.requestBytesInFlightPerCaller` of request bodies; past either,
-/// the next request gets 429 with `Retry-After` before its body is read. Event streams
-/// last as long as a mount runs: they have their own bound and are not counted here.
+/// the next request gets 429 with `Retry-After` before its body is read. An answer of
+/// more than 64 KiB stays charged to the same bytes until it has been written (or the
+/// connection dropped it), so a caller that reads its answers slowly, or not at all,
+/// cannot pile them up in notesd's memory. Event streams last as long as a mount runs:
+/// they have their own bound and are not counted here.
 struct CallerBudgetMiddleware: RouterMiddleware {
     typealias Context = NotesRequestContext
     let budget: CallerBudget
@@ -35,8 +38,51 @@ struct CallerBudgetMiddleware: RouterMiddleware {
         let bytes = min(max(declared, 0), Limits.maxRequestBytes + 1)
         try budget.enter(caller, bytes: bytes)
         defer { budget.leave(caller, bytes: bytes) }
-        return try await WorkCaller.$bound.withValue(caller) { try await next(request, context) }
+        var response = try await WorkCaller.$bound.withValue(caller) { try await next(request, context) }
+        if let length = response.body.contentLength, length > Self.chargedAnswerBytes {
+            response.body = Self.charging(response.body, length: length, to: caller, in: budget)
+        }
+        return response
     }
+
+    /// Answers up to this size are not charged: their bytes are few next to a request's.
+    static let chargedAnswerBytes = 64 * 1024
+
+    /// `body`, its bytes charged to `caller` until it is written or dropped (the charge
+    /// goes with the last reference to the closure that holds the bytes).
+    static func charging(_ body: ResponseBody, length: Int, to caller: String, in budget: CallerBudget) -> ResponseBody {
+        let charge = AnswerCharge(caller: caller, bytes: length, budget: budget)
+        return ResponseBody(contentLength: length) { writer in
+            try await body.write(writer)
+            charge.release()
+        }
+    }
+}
+
+/// Bytes of an answer charged to its caller, given back once: when it has been written,
+/// or when the answer is dropped unwritten.
+final class AnswerCharge: Sendable {
+    let caller: String
+    let bytes: Int
+    let budget: CallerBudget
+    private let released = Mutex(false)
+
+    init(caller: String, bytes: Int, budget: CallerBudget) {
+        self.caller = caller
+        self.bytes = bytes
+        self.budget = budget
+        budget.hold(caller, bytes: bytes)
+    }
+
+    func release() {
+        let first = released.withLock { released in
+            defer { released = true }
+            return !released
+        }
+        if first { budget.drop(caller, bytes: bytes) }
+    }
+
+    deinit { release() }
 }
 
 /// Requests and request bytes under way, per caller.
@@ -53,8 +99,9 @@ final class CallerBudget: Sendable {
     func enter(_ caller: String, bytes size: Int) throws(NotesError) {
         let admitted = inFlight.withLock { inFlight -> Bool in
             let now = inFlight[caller] ?? (0, 0)
-            // (One request alone is always let in: its body has a bound of its own.)
-            guard now.requests < requests, now.requests == 0 || now.bytes + size <= bytes else { return false }
+            // (One request alone is always let in, its body has a bound of its own; not
+            // while answers of the caller's wait to be written.)
+            guard now.requests < requests, now.bytes == 0 || now.bytes + size <= bytes else { return false }
             inFlight[caller] = (now.requests + 1, now.bytes + size)
             return true
         }
@@ -67,7 +114,32 @@ final class CallerBudget: Sendable {
     func leave(_ caller: String, bytes size: Int) {
         inFlight.withLock { inFlight in
             guard let now = inFlight[caller] else { return }
-            inFlight[caller] = now.requests > 1 ? (now.requests - 1, now.bytes - size) : nil
+            Self.set(&inFlight, caller, (now.requests - 1, now.bytes - size))
         }
+    }
+
+    /// Charges an answer's bytes to `caller` (never refused: the answer exists).
+    func hold(_ caller: String, bytes size: Int) {
+        inFlight.withLock { inFlight in
+            let now = inFlight[caller] ?? (0, 0)
+            inFlight[caller] = (now.requests, now.bytes + size)
+        }
+    }
+
+    /// Gives back what `hold` charged.
+    func drop(_ caller: String, bytes size: Int) {
+        inFlight.withLock { inFlight in
+            guard let now = inFlight[caller] else { return }
+            Self.set(&inFlight, caller, (now.requests, now.bytes - size))
+        }
+    }
+
+    /// What `caller` has under way now (for tests and metrics).
+    func underWay(_ caller: String) -> (requests: Int, bytes: Int) {
+        inFlight.withLock { $0[caller] ?? (0, 0) }
+    }
+
+    private static func set(_ inFlight: inout [String: (requests: Int, bytes: Int)], _ caller: String, _ value: (requests: Int, bytes: Int)) {
+        inFlight[caller] = value.requests <= 0 && value.bytes <= 0 ? nil : value
     }
 }

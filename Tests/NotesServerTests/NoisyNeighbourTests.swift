@@ -136,4 +136,83 @@ import Testing
         #expect(daemon.process.isRunning, "notesd died")
         _ = try await daemon.stop()
     }
+
+    /// Answers were not charged to anyone: a caller that asked for a 12 MiB note on many
+    /// connections and read none of the answers made notesd hold every one of them. Now
+    /// an answer's bytes count toward its caller's 128 MiB until it is written, so the
+    /// caller is refused past it, others are served, and closing the connections gives
+    /// the bytes back.
+    @Test func unreadAnswersCountTowardTheirCallersBytesUnderWay() async throws {
+        // Given alice's note of 12 MiB
+        let daemon = try await DaemonProcess.started()
+        let alice = try await daemon.account("alice")
+        let bob = try await daemon.account("bob")
+        let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
+        let big = String(repeating: "0123456789abcdef", count: 12 << 16)
+        _ = try await alice.modify(ModifyRequest(zone: zone, saves: [RecordSave(recordName: "big", recordType: .note, name: "big.md", body: big)]))
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("lookup-\(UUID().uuidString).json")
+        try NotesJSON.encoder().encode(API.Lookup(zone: zone, recordNames: ["big"])).write(to: body)
+        defer { try? FileManager.default.removeItem(at: body) }
+        // When she asks for it on 16 connections, reading only each answer's status line
+        let script = """
+            import socket, sys
+            body = open(sys.argv[3], "rb").read()
+            request = (b"POST /v1/records/lookup HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer " + sys.argv[2].encode()
+                + b"\\r\\nContent-Type: application/json\\r\\nContent-Length: " + str(len(body)).encode() + b"\\r\\n\\r\\n" + body)
+            held, statuses = [], []
+            for _ in range(16):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(60)
+                s.sendall(request)
+                statuses.append(s.recv(12).split(b" ")[1].decode())
+                held.append(s)
+            print(" ".join(statuses))
+            sys.stdout.flush()
+            sys.stdin.readline()
+            """
+        let statuses = try await Self.whileHolding(script, arguments: [daemon.socket, alice.token ?? "", body.path]) { (statuses: String) async throws in
+            // Then the first answers came, and past 128 MiB unread the next were refused,
+            let codes = statuses.split(separator: " ")
+            #expect(codes.count == 16 && codes.prefix(10).allSatisfy { $0 == "200" } && codes.contains("429"), "\(statuses)")
+            // while another account is served all along
+            let name = try await bob.whoami().name
+            #expect(name == "bob")
+        }
+        #expect(!statuses.isEmpty)
+        // And once those connections are gone, alice is served again
+        let served = await Self.eventually { (try? await alice.records(["big"], in: zone).first?.body.map { $0 == big }) == true }
+        #expect(served)
+        _ = try await daemon.stop()
+    }
+
+    /// Runs `script` with python3, waits for its first line, runs `check` with it while
+    /// the script still holds what it opened, then lets the script end.
+    static func whileHolding(_ script: String, arguments: [String], _ check: (String) async throws -> Void) async throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", script] + arguments
+        let output = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        let line = await Task.detached { () -> String in
+            var bytes: [UInt8] = []
+            while let chunk = try? output.fileHandleForReading.read(upToCount: 1), let byte = chunk.first, byte != UInt8(ascii: "\n") { bytes.append(byte) }
+            return String(decoding: bytes, as: UTF8.self)
+        }.value
+        try await check(line)
+        try? input.fileHandleForWriting.write(contentsOf: Data("\n".utf8))
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        return line
+    }
+
+    static func eventually(_ condition: () async -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return await condition()
+    }
 }

@@ -9,11 +9,52 @@ public struct StoragePolicy: Sendable, Equatable {
     public var retention: VersionRetention
     /// Days a deleted record stays in the trash before it and its history are purged.
     public var trashDays: Int
+    /// How many zones, shares (not stopped) and tokens (not expired) one account may
+    /// have. Each is a row that costs no bytes of the quota, so each has a count of its
+    /// own; without one, an account could make them until the disk was full.
+    public var zonesPerAccount: Int
+    public var sharesPerAccount: Int
+    public var tokensPerAccount: Int
 
-    public init(quotaBytes: Int64? = StoragePolicy.defaultQuotaBytes, retention: VersionRetention = VersionRetention(), trashDays: Int = 30) {
+    public init(
+        quotaBytes: Int64? = StoragePolicy.defaultQuotaBytes, retention: VersionRetention = VersionRetention(), trashDays: Int = 30,
+        zonesPerAccount: Int = 1_000, sharesPerAccount: Int = 10_000, tokensPerAccount: Int = 1_000
+    ) {
         self.quotaBytes = quotaBytes
         self.retention = retention
         self.trashDays = trashDays
+        self.zonesPerAccount = zonesPerAccount
+        self.sharesPerAccount = sharesPerAccount
+        self.tokensPerAccount = tokensPerAccount
+    }
+
+    /// What an account has a bounded number of.
+    package enum Counted: String, Sendable {
+        case zones, shares, tokens
+    }
+
+    /// Refuses one more of `kind` for `owner`, who has `count` of them, at the bound.
+    /// (Counted in the transaction that adds one; on PostgreSQL tokens are issued beside
+    /// other writes, so two issued at once may each find room for one.)
+    package func checkCount(_ kind: Counted, has count: Int, owner: String, actor: String) throws(NotesError) {
+        let limit =
+            switch kind {
+            case .zones: zonesPerAccount
+            case .shares: sharesPerAccount
+            case .tokens: tokensPerAccount
+            }
+        guard count >= limit else { return }
+        let remedy =
+            switch kind {
+            case .zones: "delete a zone no longer used"
+            case .shares: "stop a share no longer needed"
+            case .tokens: "revoke tokens no longer in use"
+            }
+        throw NotesError(
+            .quotaExceeded,
+            owner == actor
+                ? "You have \(count) \(kind.rawValue), the most one account may have; \(remedy), then try again."
+                : "\(owner) has \(count) \(kind.rawValue), the most one account may have; \(owner) must \(remedy) first.")
     }
 
     /// Records deleted before this are purged from the trash at `now`.

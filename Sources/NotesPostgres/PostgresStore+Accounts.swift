@@ -58,6 +58,10 @@ extension PostgresStore {
             guard try await context.sql.exists("SELECT 1 FROM accounts WHERE name = \(name)") else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server; create it with `notes account create \(name)`.")
             }
+            let live =
+                try await context.sql.value(
+                    "SELECT COUNT(*) FROM tokens WHERE account = \(name) AND (expires_at IS NULL OR expires_at > \(context.now.storedValue))", as: Int64.self) ?? 0
+            try self.storage.checkCount(.tokens, has: Int(live), owner: name, actor: name)
             let expiry = lifetime.map { context.now.addingTimeInterval($0) }
             try await context.sql.execute(
                 """

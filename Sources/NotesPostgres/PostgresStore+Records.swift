@@ -12,6 +12,8 @@ extension PostgresStore {
             if try await context.sql.exists("SELECT 1 FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)") {
                 throw NotesError(.constraintViolation, "You already have a zone named \(zone.name).")
             }
+            let zones = try await context.sql.value("SELECT COUNT(*) FROM zones WHERE owner = \(zone.owner)", as: Int64.self) ?? 0
+            try self.storage.checkCount(.zones, has: Int(zones), owner: zone.owner, actor: actor)
             let epoch = context.nextSeq()
             try await context.sql.execute("INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (\(zone.owner), \(zone.name), \(epoch), \(epoch))")
             context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))

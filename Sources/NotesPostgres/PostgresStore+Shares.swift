@@ -18,6 +18,8 @@ extension PostgresStore {
                 if let root, root.recordType == .folder, root.shareID == nil { members += try await PostgresRecords.descendants(sql, of: rootName, in: zone) }
             }
             let title = try ShareRules.checkNewShare(request, actor: actor, access: access, root: root, members: members)
+            let shares = try await sql.value("SELECT COUNT(*) FROM shares WHERE owner = \(zone.owner) AND NOT stopped", as: Int64.self) ?? 0
+            try self.storage.checkCount(.shares, has: Int(shares), owner: zone.owner, actor: actor)
             if request.rootRecordName == nil {
                 members = try await sql.column("SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name)", as: String.self)
             }

@@ -58,6 +58,11 @@ extension SQLiteStore {
             guard try Bool.fetchOne(context.db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE name = ?"), arguments: [name]) == true else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server; create it with `notes account create \(name)`.")
             }
+            let live =
+                try Int.fetchOne(
+                    context.db.cachedStatement(sql: "SELECT COUNT(*) FROM tokens WHERE account = ? AND (expires_at IS NULL OR expires_at > ?)"),
+                    arguments: [name, context.now.storedValue]) ?? 0
+            try self.storage.checkCount(.tokens, has: live, owner: name, actor: name)
             let expiry = lifetime.map { context.now.addingTimeInterval($0) }
             try context.db.cachedStatement(sql: "INSERT INTO tokens (id, account, secret_hash, created_at, expires_at, label) VALUES (?, ?, ?, ?, ?, ?)")
                 .execute(arguments: [made.id, name, Data(made.hash), context.now.storedValue, expiry?.storedValue, label])

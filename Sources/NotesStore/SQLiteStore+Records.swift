@@ -12,6 +12,8 @@ extension SQLiteStore {
             if try Bool.fetchOne(context.db.cachedStatement(sql: "SELECT 1 FROM zones WHERE owner = ? AND name = ?"), arguments: [zone.owner, zone.name]) == true {
                 throw NotesError(.constraintViolation, "You already have a zone named \(zone.name).")
             }
+            let zones = try Int.fetchOne(context.db.cachedStatement(sql: "SELECT COUNT(*) FROM zones WHERE owner = ?"), arguments: [zone.owner]) ?? 0
+            try self.storage.checkCount(.zones, has: zones, owner: zone.owner, actor: actor)
             let epoch = context.nextSeq()
             try context.db.cachedStatement(sql: "INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (?, ?, ?, ?)").execute(arguments: [zone.owner, zone.name, epoch, epoch])
             context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))

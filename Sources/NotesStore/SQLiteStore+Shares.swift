@@ -18,6 +18,8 @@ extension SQLiteStore {
                 if root?.recordType == .folder, root?.shareID == nil { members += try StoredRecord.descendants(db, of: rootName, in: zone) }
             }
             let title = try ShareRules.checkNewShare(request, actor: actor, access: access, root: root, members: members)
+            let shares = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM shares WHERE owner = ? AND stopped = 0"), arguments: [zone.owner]) ?? 0
+            try self.storage.checkCount(.shares, has: shares, owner: zone.owner, actor: actor)
             if request.rootRecordName == nil {
                 members = try String.fetchAll(db.cachedStatement(sql: "SELECT record_name FROM records WHERE owner = ? AND zone = ?"), arguments: [zone.owner, zone.name])
             }

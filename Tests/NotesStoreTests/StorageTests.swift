@@ -139,4 +139,31 @@ import Testing
         #expect(try await f.store.pruneTombstones() == 0)
         #expect(try await f.storedCount("SELECT COUNT(*) FROM tombstones") == 1)
     }
+
+    /// Zones, shares and tokens cost no bytes of the quota, so an account could make them
+    /// without end: each has a count per account, and giving one up makes room again.
+    @Test(arguments: Backend.allCases)
+    func zonesSharesAndTokensHaveACountPerAccount(_ backend: Backend) async throws {
+        let f = try await Fixture(backend, storage: StoragePolicy(zonesPerAccount: 3, sharesPerAccount: 2, tokensPerAccount: 2))
+        // Zones: alice has her default one; two more fit, the fourth does not.
+        for name in ["two", "three"] { _ = try await f.store.createZone(ZoneID(owner: Fixture.alice, name: name), actor: Fixture.alice) }
+        await f.expectFailure(.quotaExceeded) { _ = try await f.store.createZone(ZoneID(owner: Fixture.alice, name: "four"), actor: Fixture.alice) }
+        try await f.store.deleteZone(ZoneID(owner: Fixture.alice, name: "three"), actor: Fixture.alice)
+        _ = try await f.store.createZone(ZoneID(owner: Fixture.alice, name: "four"), actor: Fixture.alice)
+        // Shares: two, then the third is refused until one stops.
+        for name in ["a", "b", "c"] { try await f.note(name, "\(name).md") }
+        let first = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "a"), actor: Fixture.alice)
+        _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "b"), actor: Fixture.alice)
+        await f.expectFailure(.quotaExceeded) { _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "c"), actor: Fixture.alice) }
+        try await f.store.stopShare(id: first.id, actor: Fixture.alice)
+        _ = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "c"), actor: Fixture.alice)
+        // Tokens: live ones count; one that expired makes room.
+        _ = try await f.store.issueToken(for: Fixture.bob, lifetime: 60, label: nil)
+        _ = try await f.store.issueToken(for: Fixture.bob, lifetime: nil, label: nil)
+        await f.expectFailure(.quotaExceeded) { _ = try await f.store.issueToken(for: Fixture.bob, lifetime: nil, label: nil) }
+        f.clock.advance(by: 61)
+        _ = try await f.store.issueToken(for: Fixture.bob, lifetime: nil, label: nil)
+        // (another account's count is its own)
+        _ = try await f.store.createZone(ZoneID(owner: Fixture.bob, name: "bobs"), actor: Fixture.bob)
+    }
 }

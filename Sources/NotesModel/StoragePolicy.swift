@@ -3,8 +3,9 @@ public import Foundation
 /// How much an account may store and how long old versions are kept: the settings that
 /// keep one account from filling the disk for everyone.
 public struct StoragePolicy: Sendable, Equatable {
-    /// Bytes of note text, attachments and kept versions in the zones an account owns
-    /// (a participant's writes count for the owner, as in iCloud); nil: no limit.
+    /// Bytes of note text, attachments and kept versions in the zones an account owns,
+    /// with `rowBytes` for each record and version (a participant's writes count for the
+    /// owner, as in iCloud); nil: no limit.
     public var quotaBytes: Int64?
     public var retention: VersionRetention
     /// Days a deleted record stays in the trash before it and its history are purged.
@@ -64,6 +65,12 @@ public struct StoragePolicy: Sendable, Equatable {
 
     /// 10 GiB: room for a million notes of a few kilobytes with their histories.
     public static let defaultQuotaBytes: Int64 = 10 << 30
+
+    /// What each record and each kept version counts toward its owner's storage besides
+    /// its content: its names, its row and their indexes cost the disk something, and
+    /// without it an account could fill the disk with empty notes, or with saves that
+    /// change nothing, within any quota. (Both stores' usage triggers add it.)
+    public static let rowBytes: Int64 = 256
 
     /// Why a change was refused over the quota of `owner`, as `actor` reads it.
     package static func fullMessage(owner: String, actor: String, used: Int64, quota: Int64) -> String {

@@ -377,6 +377,42 @@ enum PostgresMigrations {
                 ALTER TABLE zones ADD COLUMN pruned_seq BIGINT NOT NULL DEFAULT 0;
                 CREATE INDEX tombstones_by_age ON tombstones(seq);
                 """),
+        Migration(
+            version: 8, name: "records and versions count a row's bytes",
+            sql: """
+                -- StoragePolicy.rowBytes (256): each record and each kept version counts that
+                -- much besides its content, so names and histories have a cost in the quota.
+                CREATE OR REPLACE FUNCTION usage_add_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, bytes)
+                        SELECT owner, SUM(256 + COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)) FROM changed GROUP BY owner
+                    ON CONFLICT (owner) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE OR REPLACE FUNCTION usage_subtract_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    UPDATE usage u SET bytes = u.bytes - d.bytes
+                    FROM (SELECT owner, SUM(256 + COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)) AS bytes FROM changed GROUP BY owner) d
+                    WHERE u.owner = d.owner AND d.bytes <> 0;
+                    RETURN NULL;
+                END $$;
+                CREATE OR REPLACE FUNCTION usage_add_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, bytes)
+                        SELECT owner, SUM(256 + COALESCE(octet_length(body), 0)) FROM changed GROUP BY owner
+                    ON CONFLICT (owner) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE OR REPLACE FUNCTION usage_subtract_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    UPDATE usage u SET bytes = u.bytes - d.bytes
+                    FROM (SELECT owner, SUM(256 + COALESCE(octet_length(body), 0)) AS bytes FROM changed GROUP BY owner) d
+                    WHERE u.owner = d.owner AND d.bytes <> 0;
+                    RETURN NULL;
+                END $$;
+                UPDATE usage u SET bytes = u.bytes + 256 * (
+                    (SELECT COUNT(*) FROM records r WHERE r.owner = u.owner) + (SELECT COUNT(*) FROM versions v WHERE v.owner = u.owner));
+                """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared

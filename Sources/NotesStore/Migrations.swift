@@ -319,6 +319,33 @@ enum Migrations {
                     CREATE INDEX tombstones_by_age ON tombstones(seq);
                     """)
         }
+        migrator.registerMigration("v12: records and versions count a row's bytes") { db in
+            try db.execute(
+                sql: """
+                    -- StoragePolicy.rowBytes (256): each record and each kept version counts that
+                    -- much besides its content, so names and histories have a cost in the quota.
+                    DROP TRIGGER usage_record_insert;
+                    DROP TRIGGER usage_record_delete;
+                    DROP TRIGGER usage_version_insert;
+                    DROP TRIGGER usage_version_delete;
+                    CREATE TRIGGER usage_record_insert AFTER INSERT ON records BEGIN
+                        INSERT OR IGNORE INTO usage (owner, bytes) VALUES (NEW.owner, 0);
+                        UPDATE usage SET bytes = bytes + 256 + COALESCE(length(CAST(NEW.body AS BLOB)), 0) + COALESCE(length(NEW.bytes), 0) WHERE owner = NEW.owner;
+                    END;
+                    CREATE TRIGGER usage_record_delete AFTER DELETE ON records BEGIN
+                        UPDATE usage SET bytes = bytes - 256 - COALESCE(length(CAST(OLD.body AS BLOB)), 0) - COALESCE(length(OLD.bytes), 0) WHERE owner = OLD.owner;
+                    END;
+                    CREATE TRIGGER usage_version_insert AFTER INSERT ON versions BEGIN
+                        INSERT OR IGNORE INTO usage (owner, bytes) VALUES (NEW.owner, 0);
+                        UPDATE usage SET bytes = bytes + 256 + COALESCE(length(CAST(NEW.body AS BLOB)), 0) WHERE owner = NEW.owner;
+                    END;
+                    CREATE TRIGGER usage_version_delete AFTER DELETE ON versions BEGIN
+                        UPDATE usage SET bytes = bytes - 256 - COALESCE(length(CAST(OLD.body AS BLOB)), 0) WHERE owner = OLD.owner;
+                    END;
+                    UPDATE usage SET bytes = bytes + 256 * (
+                        (SELECT COUNT(*) FROM records WHERE owner = usage.owner) + (SELECT COUNT(*) FROM versions WHERE owner = usage.owner));
+                    """)
+        }
         return migrator
     }
 }

@@ -32,7 +32,8 @@ import Testing
         let decoded = try NotesJSON.decoder().decode(ZoneChanges.self, from: Data(json.json))
         let readInJSON = decoded.records.first { $0.recordName == "big" }?.body == body
         #expect(readInJSON)
-        #expect(try await f.store.usage(of: Fixture.alice).used == Int64(body.utf8.count + 9_000))
+        // (and two rows: `StoragePolicy.rowBytes` each)
+        #expect(try await f.store.usage(of: Fixture.alice).used == Int64(body.utf8.count + 9_000) + 2 * StoragePolicy.rowBytes)
 
         // An edit keeps the earlier text as a version; the version reads it back.
         f.clock.advance(by: 1)
@@ -43,7 +44,7 @@ import Testing
         #expect(versions.map(\.size) == [edited.utf8.count, body.utf8.count])
         let earlierRead = versions.last?.body == body
         #expect(earlierRead)
-        #expect(try await f.store.usage(of: Fixture.alice).used == Int64(body.utf8.count + edited.utf8.count + 9_000))
+        #expect(try await f.store.usage(of: Fixture.alice).used == Int64(body.utf8.count + edited.utf8.count + 9_000) + 3 * StoragePolicy.rowBytes)
 
         // A file's new bytes: its old bytes go (a version keeps no file's bytes).
         _ = try await f.save([RecordSave(recordName: "pdf", recordType: .file, name: "scan.pdf", bytes: Data(repeating: 8, count: 9_000), changeTag: file.changeTag)])
@@ -143,7 +144,7 @@ import Testing
             // Then the save went through while that transaction stayed open
             #expect(finished, "alice's save waited for her contents' open transaction")
         }
-        #expect(try await f.store.usage(of: Fixture.alice).used == Int64(2 * Self.large.utf8.count))
+        #expect(try await f.store.usage(of: Fixture.alice).used == Int64(2 * Self.large.utf8.count) + 2 * StoragePolicy.rowBytes)
     }
 
     @Test func aBatchsContentsGoInTransactionsOfAtMostOneMebibyte() {

@@ -6,14 +6,16 @@ import Testing
 @Suite struct StorageTests {
     @Test(arguments: Backend.allCases)
     func aFullAccountRefusesGrowthButMayAlwaysFreeSpace(_ backend: Backend) async throws {
-        let f = try await Fixture(backend, storage: StoragePolicy(quotaBytes: 1_000))
+        // (Each record and each version also counts its row: `row`.)
+        let row = StoragePolicy.rowBytes
+        let f = try await Fixture(backend, storage: StoragePolicy(quotaBytes: 1_000 + 2 * row))
         let first = try await f.note("a", "a.md", body: String(repeating: "a", count: 400))
-        #expect(try await f.store.usage(of: Fixture.alice).used == 400)
+        #expect(try await f.store.usage(of: Fixture.alice).used == 400 + row)
         // A save keeps the previous text as a version: 400 + 500 now.
         f.clock.advance(by: 1)
         let second = try #require(
             try await f.save([RecordSave(recordName: "a", recordType: .note, name: "a.md", body: String(repeating: "b", count: 500), changeTag: first.changeTag)]).first)
-        #expect(try await f.store.usage(of: Fixture.alice).used == 900)
+        #expect(try await f.store.usage(of: Fixture.alice).used == 900 + 2 * row)
         let before = try await f.all()
 
         // Growing past the quota: refused whole, nothing saved, a sentence that says what to do.
@@ -25,7 +27,7 @@ import Testing
             #expect(error.message.contains("storage is full"), "\(error.message)")
         }
         #expect(try await f.all() == before)
-        #expect(try await f.store.usage(of: Fixture.alice).used == 900)
+        #expect(try await f.store.usage(of: Fixture.alice).used == 900 + 2 * row)
 
         // A participant's writes count for the owner and are refused the same way.
         _ = try await f.shareWithBob("a", permission: .readWrite)
@@ -41,12 +43,12 @@ import Testing
         // Deleting frees the record's bytes (its last text is kept as a version) and
         // always goes through, even over the quota.
         _ = try await f.store.modify(ModifyRequest(zone: f.aliceZone, deletes: [RecordDelete(recordName: "a")]), actor: Fixture.alice)
-        #expect(try await f.store.usage(of: Fixture.alice).used == 900)
+        #expect(try await f.store.usage(of: Fixture.alice).used == 900 + 2 * row)
         // Versions count until retention lets them go.
         f.clock.advance(by: 31 * 86_400)
         try await f.store.pruneVersions(maxRecords: 10)
         let versions = try await f.store.versions(of: "a", in: f.aliceZone, actor: Fixture.alice)
-        #expect(try await f.store.usage(of: Fixture.alice).used == 500, "the newest version stays: \(versions.map(\.size))")
+        #expect(try await f.store.usage(of: Fixture.alice).used == 500 + row, "the newest version stays: \(versions.map(\.size))")
     }
 
     @Test(arguments: Backend.allCases)

@@ -547,11 +547,18 @@ struct PosixModel {
     mutating func makeFolder(_ path: String) { folders.insert(path) }
 
     /// rename(2) of a folder: everything under it moves (over an empty folder, which goes).
+    ///
+    /// Applied before the outcome is known (a failed step throws the model away), so it
+    /// must hold for a rename the kernel refuses too: over a folder that is not empty,
+    /// what was under `to` gives way instead of the model trapping on a name held twice.
     mutating func moveTree(_ from: String, _ to: String) {
         guard from != to, folders.contains(from) else { return }
         func moved(_ path: String) -> String { path == from ? to : to + path.dropFirst(from.count) }
-        folders = Set(folders.filter { $0 != to }.map { $0 == from || $0.hasPrefix(from + "/") ? moved($0) : $0 })
-        names = Dictionary(uniqueKeysWithValues: names.map { ($0.key.hasPrefix(from + "/") ? moved($0.key) : $0.key, $0.value) })
+        func under(_ path: String, _ folder: String) -> Bool { path == folder || path.hasPrefix(folder + "/") }
+        folders = Set(folders.filter { !under($0, to) }.map { under($0, from) ? moved($0) : $0 })
+        let kept = names.filter { !under($0.key, from) && !under($0.key, to) }
+        let carried = Dictionary(names.filter { under($0.key, from) }.map { (moved($0.key), $0.value) }, uniquingKeysWith: { _, last in last })
+        names = kept.merging(carried) { _, carried in carried }
     }
 
     /// `rm -r`: the folder and everything under it.

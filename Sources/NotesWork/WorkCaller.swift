@@ -6,5 +6,9 @@ public enum WorkCaller {
 
     /// The caller of the request under way, or `notesd` for notesd's own work (thinning
     /// versions, emptying the trash), which takes its turn like any account.
-    public static var current: String { bound ?? "notesd" }
+    public static var current: String { bound ?? notesd }
+
+    /// notesd's own work: it waits its turn at a gate but is never refused there (what it
+    /// does is bounded by its own design, and refusing it would only fail it).
+    public static let notesd = "notesd"
 }

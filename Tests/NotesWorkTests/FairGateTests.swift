@@ -94,6 +94,31 @@ import Testing
         try await holder.value
     }
 
+    /// notesd's own work (and the store tests, which call it unbound) once got 429 from
+    /// the password gate when more than 16 of its calls waited: it waits, never refused.
+    @Test func notesdsOwnWorkWaitsItsTurnButIsNeverRefused() async throws {
+        // Given a gate of one permit, held, with a line of one per account
+        let gate = FairGate(name: "password checks", permits: 1, waitingPerAccount: 1, waitingInAll: 1)
+        let held = Latch()
+        let entered = Latch()
+        let holder = Task {
+            try await gate.withPermit(for: "holder") {
+                entered.open()
+                await held.wait()
+            }
+        }
+        await entered.wait()
+        // When notesd's own work asks five times
+        let calls = (0..<5).map { index in Task { try await gate.withPermit(for: WorkCaller.notesd) { index } } }
+        await Self.waitUntil { gate.waiting == 5 }
+        held.open()
+        // Then every call waited its turn and ran
+        var done: [Int] = []
+        for call in calls { done.append(try await call.value) }
+        #expect(done.sorted() == [0, 1, 2, 3, 4])
+        try await holder.value
+    }
+
     @Test func aCallerThatGivesUpLeavesTheLineAndHoldsNoPermit() async throws {
         // Given a gate of one permit, held, and a call waiting for it
         let gate = FairGate(name: "the writer", permits: 1)

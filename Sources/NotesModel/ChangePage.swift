@@ -4,7 +4,8 @@
 /// records and tombstones each, and this cuts the page.
 package struct ChangePage: Sendable {
     package let limit: Int
-    /// The change sequence the read saw last (the database's present).
+    /// Where the page may end: the database's present as the read saw it, or just
+    /// before the first change of a restore still under way in the zone.
     package let current: Int64
     package let access: ZoneAccess
     /// Changes after this sequence number belong in the page.
@@ -13,7 +14,10 @@ package struct ChangePage: Sendable {
     /// Checks a client's token against the zone as it is now.
     /// - Parameter prunedThrough: the last change number whose tombstones the zone has
     ///   lost to retention (`TombstoneRetention`); a token from before it may have missed one.
-    package init(access: ZoneAccess, since parsed: ZoneChangeToken?, limit: Int, current: Int64, prunedThrough: Int64 = 0) throws(NotesError) {
+    /// - Parameter heldAt: the change number at which the oldest restore under way in the
+    ///   zone began (`RestoreRules`): its records are written in several turns, and no
+    ///   page goes past its start until the last turn shows them all at once.
+    package init(access: ZoneAccess, since parsed: ZoneChangeToken?, limit: Int, current: Int64, prunedThrough: Int64 = 0, heldAt: Int64? = nil) throws(NotesError) {
         if let parsed {
             if parsed.epoch != access.epoch {
                 throw NotesError(.changeTokenExpired, "The zone \(access.zone.name) was deleted and created again; fetch all its records from scratch.")
@@ -32,8 +36,8 @@ package struct ChangePage: Sendable {
         }
         self.access = access
         self.limit = limit
-        self.current = current
         self.since = parsed?.seq ?? 0
+        self.current = max(min(current, heldAt ?? current), since)
     }
 
     /// A page size as asked for, within 1 and `Limits.maxChangesPage`.

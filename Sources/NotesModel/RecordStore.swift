@@ -82,13 +82,27 @@ public protocol RecordStore: Sendable {
     /// `trash(in:actor:)` as the JSON of `API.Trash` (a backend may write it straight
     /// from its rows).
     func trashJSON(in zone: ZoneID, actor: String) async throws(NotesError) -> [UInt8]
-    /// A trashed record and what was trashed below it, with their content, parents
-    /// first (`restoreFromTrash` saves them back).
+    /// A trashed record and what was trashed below it, parents first, without their
+    /// content (`restoreFromTrash` reads it a turn at a time with `trashedBodies`).
     func trashedContent(in zone: ZoneID, under recordName: String, actor: String) async throws(NotesError) -> [TrashedContent]
+    /// The same entries with the text of their last version.
+    func trashedBodies(_ entries: [TrashedContent], in zone: ZoneID) async throws(NotesError) -> [TrashedContent]
     /// A modify that brings trashed records back: in the same transaction as the saves,
     /// their histories are joined to their earlier versions and their trash entries go
     /// (a crash between the two would leave a note whose history the purge later takes).
-    func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord]) async throws(NotesError) -> ModifyResult
+    /// - Parameter restore: the restore under way (`beginRestore`) the records belong to,
+    ///   which keeps them out of sight until it finishes; `nil` for one done in one turn.
+    func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord], restore: String?) async throws(NotesError) -> ModifyResult
+    /// Starts a restore written in several turns: from now until `finishRestore`, the
+    /// zone's change pages stop before the restore's first change, and its records are
+    /// found by no lookup and shown on no public page.
+    func beginRestore(_ id: String, in zone: ZoneID, actor: String) async throws(NotesError)
+    /// Shows every record of the restore at once (one small write: the zone's pages move
+    /// past it and its change reaches every client).
+    func finishRestore(_ id: String, in zone: ZoneID) async throws(NotesError)
+    /// Restores begun before `startedBefore` and not finished (notesd stopped during
+    /// one), each with the records it brought back so far.
+    func unfinishedRestores(startedBefore: Date) async throws(NotesError) -> [UnfinishedRestore]
 
     // MARK: Shares
 

@@ -76,15 +76,16 @@ public enum TrashRules {
         return result
     }
 
-    /// The saves that bring `subtree` back: its root under `parent` as `name`, the rest
-    /// where they were.
-    public static func saves(restoring subtree: [TrashedContent], parent: String?, name: String?) -> [RecordSave] {
-        subtree.enumerated().map { index, entry in
+    /// The saves that bring `entries` (all or part of a subtree) back: the subtree's
+    /// root (`root`) under `parent` as `name`, the rest where they were.
+    public static func saves(restoring entries: [TrashedContent], root: String, parent: String?, name: String?) -> [RecordSave] {
+        entries.map { entry in
             let record = entry.record
+            let isRoot = record.recordName == root
             return RecordSave(
                 recordName: record.recordName, recordType: record.recordType,
-                name: index == 0 ? (name ?? record.name) : record.name,
-                parent: index == 0 ? parent : record.parent,
+                name: isRoot ? (name ?? record.name) : record.name,
+                parent: isRoot ? parent : record.parent,
                 body: record.recordType == .folder ? nil : (entry.body ?? ""))
         }
     }
@@ -97,11 +98,67 @@ extension RecordStore {
 
     /// Brings a trashed record (and, for a folder, what was trashed below it) back as
     /// the same records, under `parent` as `name` (default: where it was, as it was
-    /// called), with the rights of a save.
+    /// called), with the rights of a save. Returns the restored records without their
+    /// content (a folder may hold thousands).
+    ///
+    /// Up to `RestoreRules.recordsPerTurn` come back in one modify. More come back in
+    /// turns of that many, parents first, inside a restore (`beginRestore`) that keeps
+    /// them out of sight until the last turn: no client ever sees part of a folder, and
+    /// no turn holds the writer long. A turn refused (a quota, a name taken) takes back
+    /// the turns before it, so the folder stays in the trash as it was.
     public func restoreFromTrash(_ recordName: String, in zone: ZoneID, parent: String??, name: String?, actor: String) async throws(NotesError) -> [Record] {
         let subtree = try await trashedContent(in: zone, under: recordName, actor: actor)
         let target = parent ?? subtree[0].record.parent
-        let request = ModifyRequest(zone: zone, saves: TrashRules.saves(restoring: subtree, parent: target, name: name))
-        return try await modify(request, actor: actor, restoring: subtree.map { ($0.record.recordName, $0.createdSeq) }).saved
+        let turns = RestoreRules.turns(subtree)
+        if turns.count == 1 {
+            return try await restoreTurn(subtree, root: recordName, parent: target, name: name, in: zone, actor: actor, restore: nil)
+        }
+        let id = RestoreRules.newID()
+        try await beginRestore(id, in: zone, actor: actor)
+        var restored: [Record] = []
+        do {
+            for turn in turns {
+                restored += try await restoreTurn(turn, root: recordName, parent: target, name: name, in: zone, actor: actor, restore: id)
+            }
+            try await finishRestore(id, in: zone)
+        } catch {
+            try? await undoRestore(UnfinishedRestore(id: id, zone: zone, records: restored.map { ($0.recordName, $0.parent) }), actor: actor)
+            throw error
+        }
+        return restored
+    }
+
+    private func restoreTurn(
+        _ entries: [TrashedContent], root: String, parent: String?, name: String?, in zone: ZoneID, actor: String, restore: String?
+    ) async throws(NotesError) -> [Record] {
+        let withBodies = try await trashedBodies(entries, in: zone)
+        let request = ModifyRequest(zone: zone, saves: TrashRules.saves(restoring: withBodies, root: root, parent: parent, name: name))
+        let saved = try await modify(request, actor: actor, restoring: entries.map { ($0.record.recordName, $0.createdSeq) }, restore: restore).saved
+        return saved.map { record in
+            var listed = record
+            listed.body = nil
+            listed.bytes = nil
+            return listed
+        }
+    }
+
+    /// Takes back what a restore brought so far, deepest first, a turn at a time (the
+    /// records go to the trash again), and ends it.
+    public func undoRestore(_ restore: UnfinishedRestore, actor: String) async throws(NotesError) {
+        for turn in RestoreRules.undoTurns(restore.records) {
+            _ = try await modify(ModifyRequest(zone: restore.zone, deletes: turn.map { RecordDelete(recordName: $0) }), actor: actor)
+        }
+        try await finishRestore(restore.id, in: restore.zone)
+    }
+
+    /// Takes back, as their owner, the restores begun before `startedBefore` that never
+    /// finished (notesd stopped in the middle of them); returns how many there were.
+    @discardableResult
+    public func undoUnfinishedRestores(startedBefore: Date) async throws(NotesError) -> Int {
+        let unfinished = try await unfinishedRestores(startedBefore: startedBefore)
+        for restore in unfinished {
+            try await undoRestore(restore, actor: restore.zone.owner)
+        }
+        return unfinished.count
     }
 }

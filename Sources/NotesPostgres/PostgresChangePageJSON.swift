@@ -43,17 +43,17 @@ extension PostgresStore {
 
     /// What a caller reads of a zone's changes: the owner all of it, a participant the
     /// shares it may read (records, and tombstones that say a record left them).
-    static func changeFilters(_ zone: ZoneID, access: ZoneAccess, since: Int64) -> (records: PostgresQuery, tombstones: PostgresQuery) {
+    static func changeFilters(_ zone: ZoneID, access: ZoneAccess, since: Int64, through: Int64) -> (records: PostgresQuery, tombstones: PostgresQuery) {
         let owner = zone.owner
         let name = zone.name
         if access.isOwner {
             return (
-                "owner = \(owner) AND zone = \(name) AND seq > \(since)",
-                "owner = \(owner) AND zone = \(name) AND seq > \(since) AND kind = 'deleted'"
+                "owner = \(owner) AND zone = \(name) AND seq > \(since) AND seq <= \(through)",
+                "owner = \(owner) AND zone = \(name) AND seq > \(since) AND seq <= \(through) AND kind = 'deleted'"
             )
         }
         let shares = access.readableShares
-        let filter: PostgresQuery = "owner = \(owner) AND zone = \(name) AND seq > \(since) AND share_id = ANY(\(shares))"
+        let filter: PostgresQuery = "owner = \(owner) AND zone = \(name) AND seq > \(since) AND seq <= \(through) AND share_id = ANY(\(shares))"
         return (filter, filter)
     }
 

@@ -76,18 +76,20 @@ enum PostgresRecords {
         try await sql.value("SELECT value FROM counters WHERE name = 'seq'", as: Int64.self) ?? 0
     }
 
-    /// The change counter and the last change number whose tombstones `zone` has lost
-    /// (`TombstoneRetention`), in one round trip.
-    static func currentSeq(_ sql: SQL, prunedIn zone: ZoneID) async throws -> (current: Int64, pruned: Int64) {
+    /// The change counter, the last change number whose tombstones `zone` has lost
+    /// (`TombstoneRetention`) and where the zone's oldest restore under way began
+    /// (`ChangePage.heldAt`), in one round trip.
+    static func currentSeq(_ sql: SQL, prunedIn zone: ZoneID) async throws -> (current: Int64, pruned: Int64, held: Int64?) {
         guard
             let row = try await sql.row(
                 """
                 SELECT COALESCE((SELECT value FROM counters WHERE name = 'seq'), 0),
-                       COALESCE((SELECT pruned_seq FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)), 0)
+                       COALESCE((SELECT pruned_seq FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)), 0),
+                       (SELECT MIN(since_seq) FROM restores WHERE owner = \(zone.owner) AND zone = \(zone.name))
                 """)
-        else { return (0, 0) }
-        let (current, pruned) = try row.decode((Int64, Int64).self)
-        return (current, pruned)
+        else { return (0, 0, nil) }
+        let (current, pruned, held) = try row.decode((Int64, Int64, Int64?).self)
+        return (current, pruned, held)
     }
 
     /// Zones of others in which the caller has at least one readable, accepted share.

@@ -63,10 +63,10 @@ extension PostgresStore {
     // MARK: Records
 
     public func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult {
-        try await modify(request, actor: actor, restoring: [])
+        try await modify(request, actor: actor, restoring: [], restore: nil)
     }
 
-    public func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord]) async throws(NotesError) -> ModifyResult {
+    public func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord], restore: String?) async throws(NotesError) -> ModifyResult {
         try request.validate()
         let saves = try RecordRules.ordered(request.saves)
         let deleting = Set(request.deletes.map(\.recordName))
@@ -74,14 +74,16 @@ extension PostgresStore {
         let apartBytes = SeparateContents.charge(saves, apart: apart)
         do {
             do {
-                return try await modifyNow(request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, apart: apart, apartBytes: apartBytes)
+                return try await modifyNow(
+                    request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes)
             } catch  where error.code == .constraintViolation && saves.count > 1 {
                 // A name taken twice shows when the saves are written together, not
                 // which save took it: the operation runs again a save at a time, so that
                 // the error names the save that failed (or it goes through, if the name
                 // came free meanwhile).
                 return try await modifyNow(
-                    request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, apart: apart, apartBytes: apartBytes, oneAtATime: true)
+                    request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes,
+                    oneAtATime: true)
             }
         } catch {
             await dropWrittenApart(Array(apart.values))
@@ -93,8 +95,8 @@ extension PostgresStore {
     /// counted in the owner's usage since, `apartBytes`). Its saves are written together
     /// (`PostgresPendingSaves`), or each as it is decided (`oneAtATime`).
     private func modifyNow(
-        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], apart: [String: Int64], apartBytes: Int64,
-        oneAtATime: Bool = false
+        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], restore: String?,
+        apart: [String: Int64], apartBytes: Int64, oneAtATime: Bool = false
     ) async throws(NotesError) -> ModifyResult {
         try await write { context in
             try await Self.takeWrittenApart(context.sql, Array(apart.values), charging: apartBytes, to: request.zone.owner)
@@ -125,7 +127,7 @@ extension PostgresStore {
                     current = delete.recordName
                     try await writer.delete(delete, deleting: deleting)
                 }
-                try await Self.joinHistories(context.sql, restoring, in: request.zone)
+                try await Self.joinHistories(context.sql, restoring, in: request.zone, restore: restore)
             } catch {
                 throw RecordRules.batchFailure(convert(error), at: current, deletes: request.deletes, saves: saves)
             }
@@ -145,10 +147,11 @@ extension PostgresStore {
         return try await read { sql in
             var lookup = asked
             let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
+            let hidden = try await Self.restoring(sql, in: zone)
             while let name = lookup.nextName() {
                 // (A name holding a NUL cannot be stored, so it is not there.)
                 guard !name.utf8.contains(0), let record = try await PostgresRecords.fetch(sql, name, in: zone) else { continue }
-                lookup.found(access.canRead(shareID: record.shareID) ? record : nil)
+                lookup.found(access.canRead(shareID: record.shareID) && !hidden.contains(name) ? record : nil)
             }
             return lookup.answer
         }
@@ -178,9 +181,9 @@ extension PostgresStore {
 
     static func startPage(_ sql: SQL, _ zone: ZoneID, since parsed: ZoneChangeToken?, limit: Int, actor: String) async throws -> PageStart {
         let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
-        let (current, pruned) = try await PostgresRecords.currentSeq(sql, prunedIn: zone)
-        let page = try ChangePage(access: access, since: parsed, limit: limit, current: current, prunedThrough: pruned)
-        let (recordFilter, tombstoneFilter) = changeFilters(zone, access: access, since: page.since)
+        let (current, pruned, held) = try await PostgresRecords.currentSeq(sql, prunedIn: zone)
+        let page = try ChangePage(access: access, since: parsed, limit: limit, current: current, prunedThrough: pruned, heldAt: held)
+        let (recordFilter, tombstoneFilter) = changeFilters(zone, access: access, since: page.since, through: page.current)
         let sizes = try await sql.column(
             recordFilter.selecting(PostgresRecords.size("records"), from: "records", limit: limit + 1), as: Int.self)
         let (count, cutShort) = ChangePage.fitting(contentSizes: sizes)

@@ -187,8 +187,9 @@ extension PostgresStore {
             // (`publicRecord`), not the content of every note in the share.
             let records = try await sql.rows(
                 """
-                SELECT \(unescaped: PostgresRecords.metadataColumns) FROM records
-                WHERE owner = \(share.zone.owner) AND zone = \(share.zone.name) AND share_id = \(share.id) ORDER BY name COLLATE "C"
+                SELECT \(unescaped: PostgresRecords.metadataColumns) FROM records r
+                WHERE owner = \(share.zone.owner) AND zone = \(share.zone.name) AND share_id = \(share.id) AND \(unescaped: Self.shownRecord)
+                ORDER BY name COLLATE "C"
                 """
             ).map { try PostgresRecords.record(from: $0, zone: share.zone).record }
             return (share, records)
@@ -199,7 +200,9 @@ extension PostgresStore {
         let now = clock()
         return try await read { sql in
             let share = try await Self.publicLink(sql, urlToken: urlToken, pass: pass, now: now)
-            guard let record = try await PostgresRecords.fetch(sql, recordName, in: share.zone), record.shareID == share.id else {
+            guard let record = try await PostgresRecords.fetch(sql, recordName, in: share.zone), record.shareID == share.id,
+                !(try await Self.restoring(sql, in: share.zone).contains(recordName))
+            else {
                 throw ShareRules.noPublicPage
             }
             return record

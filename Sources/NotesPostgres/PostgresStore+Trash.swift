@@ -15,29 +15,37 @@ extension PostgresStore {
     public func trashedContent(in zone: ZoneID, under recordName: String, actor: String) async throws(NotesError) -> [TrashedContent] {
         try await read { sql in
             let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
-            var subtree = try TrashRules.subtree(of: recordName, in: try await Self.trashed(sql, in: zone, access: access))
-            for index in subtree.indices {
-                let entry = subtree[index]
-                subtree[index].body = try await sql.value(
-                    """
-                    SELECT \(unescaped: PostgresRecords.body("versions")) FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(entry.record.recordName) AND seq = \(entry.versionSeq)
-                    """, as: Data?.self
-                ).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
-            }
-            return subtree
+            return try TrashRules.subtree(of: recordName, in: try await Self.trashed(sql, in: zone, access: access))
         }
     }
 
-    /// Restored records take up their earlier histories and leave the trash (inside the
-    /// restore's modify).
-    static func joinHistories(_ sql: SQL, _ records: [RestoredRecord], in zone: ZoneID) async throws {
-        for record in records {
-            try await sql.execute(
-                """
-                UPDATE records SET created_seq = \(record.createdSeq) WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)
-                """)
-            try await sql.execute("DELETE FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(record.recordName)")
+    public func trashedBodies(_ entries: [TrashedContent], in zone: ZoneID) async throws(NotesError) -> [TrashedContent] {
+        try await read { sql in
+            var filled = entries
+            for index in filled.indices where filled[index].record.recordType != .folder {
+                filled[index].body = try await sql.value(
+                    """
+                    SELECT \(unescaped: PostgresRecords.body("versions")) FROM versions
+                    WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(filled[index].record.recordName) AND seq = \(filled[index].versionSeq)
+                    """, as: Data?.self
+                ).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
+            }
+            return filled
         }
+    }
+
+    /// Restored records take up their earlier histories (and the restore under way they
+    /// belong to, if any) and leave the trash, inside the restore's modify.
+    static func joinHistories(_ sql: SQL, _ records: [RestoredRecord], in zone: ZoneID, restore: String?) async throws {
+        guard !records.isEmpty else { return }
+        try await sql.execute(
+            """
+            UPDATE records r SET created_seq = j.created_seq, restore_id = \(restore)
+            FROM unnest(\(records.map(\.recordName))::text[], \(records.map(\.createdSeq))::bigint[]) AS j(record_name, created_seq)
+            WHERE r.owner = \(zone.owner) AND r.zone = \(zone.name) AND r.record_name = j.record_name
+            """)
+        try await sql.execute(
+            "DELETE FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = ANY(\(records.map(\.recordName))::text[])")
     }
 
     @discardableResult

@@ -11,16 +11,21 @@ struct ChangeQuery {
 
     init(_ db: Database, zone: ZoneID, since parsed: ZoneChangeToken?, limit: Int, actor: String) throws {
         let access = try ZoneAccess.load(db, zone: zone, actor: actor)
-        let pruned = try Int64.fetchOne(db.cachedStatement(sql: "SELECT pruned_seq FROM zones WHERE owner = ? AND name = ?"), arguments: [zone.owner, zone.name]) ?? 0
-        page = try ChangePage(access: access, since: parsed, limit: limit, current: try SQLiteStore.currentSeq(db), prunedThrough: pruned)
-        var recordFilter = "owner = ? AND zone = ? AND seq > ?"
+        let bounds = try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT (SELECT pruned_seq FROM zones WHERE owner = ?1 AND name = ?2), (SELECT MIN(since_seq) FROM restores WHERE owner = ?1 AND zone = ?2)
+                    """), arguments: [zone.owner, zone.name])
+        page = try ChangePage(
+            access: access, since: parsed, limit: limit, current: try SQLiteStore.currentSeq(db), prunedThrough: bounds?[0] ?? 0, heldAt: bounds?[1])
+        var recordFilter = "owner = ? AND zone = ? AND seq > ? AND seq <= ?"
         var tombstoneFilter = recordFilter + " AND kind = 'deleted'"
-        var arguments: StatementArguments = [zone.owner, zone.name, page.since]
+        var arguments: StatementArguments = [zone.owner, zone.name, page.since, page.current]
         if !access.isOwner {
             let shares = access.readableShares
             let placeholders = Array(repeating: "?", count: shares.count).joined(separator: ",")
             recordFilter += " AND share_id IN (\(placeholders))"
-            tombstoneFilter = "owner = ? AND zone = ? AND seq > ? AND share_id IN (\(placeholders))"
+            tombstoneFilter = "owner = ? AND zone = ? AND seq > ? AND seq <= ? AND share_id IN (\(placeholders))"
             arguments += StatementArguments(shares)
         }
         self.arguments = arguments

@@ -346,6 +346,25 @@ enum Migrations {
                         (SELECT COUNT(*) FROM records WHERE owner = usage.owner) + (SELECT COUNT(*) FROM versions WHERE owner = usage.owner));
                     """)
         }
+        migrator.registerMigration("v13: restores written in turns") { db in
+            try db.execute(
+                sql: """
+                    -- A restore under way (RestoreRules): its records carry its id until it
+                    -- ends, and the zone's change pages stop at since_seq meanwhile. A
+                    -- record keeps the id after the restore ends; only ids still listed
+                    -- here hide a record.
+                    CREATE TABLE restores (
+                        id TEXT PRIMARY KEY,
+                        owner TEXT NOT NULL,
+                        zone TEXT NOT NULL,
+                        since_seq INTEGER NOT NULL,
+                        started_at REAL NOT NULL
+                    );
+                    CREATE INDEX restores_by_zone ON restores (owner, zone);
+                    ALTER TABLE records ADD COLUMN restore_id TEXT;
+                    CREATE INDEX records_by_restore ON records (restore_id) WHERE restore_id IS NOT NULL;
+                    """)
+        }
         return migrator
     }
 }

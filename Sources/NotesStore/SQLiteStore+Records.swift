@@ -61,10 +61,10 @@ extension SQLiteStore {
     // MARK: Records
 
     public func modify(_ request: ModifyRequest, actor: String) async throws(NotesError) -> ModifyResult {
-        try await modify(request, actor: actor, restoring: [])
+        try await modify(request, actor: actor, restoring: [], restore: nil)
     }
 
-    public func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord]) async throws(NotesError) -> ModifyResult {
+    public func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord], restore: String?) async throws(NotesError) -> ModifyResult {
         try request.validate()
         let saves = try RecordRules.ordered(request.saves)
         let deleting = Set(request.deletes.map(\.recordName))
@@ -75,7 +75,8 @@ extension SQLiteStore {
             // (A few small notes take a millisecond: see `write(small:)`.)
             return try await write(small: SeparateContents.isSmall(saves, deletes: request.deletes.count)) { context in
                 try Self.takeWrittenApart(context.db, apart.values, charging: apartBytes, to: request.zone.owner)
-                return try store.modifyNow(request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, apart: apart, apartBytes: apartBytes, context: context)
+                return try store.modifyNow(
+                    request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes, context: context)
             }
         } catch {
             await dropWrittenApart(Array(apart.values))
@@ -86,8 +87,8 @@ extension SQLiteStore {
     /// The modify's own transaction: its large contents are already written (`apart`,
     /// counted in the owner's usage since, `apartBytes`).
     private func modifyNow(
-        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], apart: [String: Int64], apartBytes: Int64,
-        context: WriteContext
+        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], restore: String?,
+        apart: [String: Int64], apartBytes: Int64, context: WriteContext
     ) throws -> ModifyResult {
         let store = self
         let access = try ZoneAccess.load(context.db, zone: request.zone, actor: actor)
@@ -111,7 +112,7 @@ extension SQLiteStore {
                 current = delete.recordName
                 try writer.delete(delete, deleting: deleting)
             }
-            try Self.joinHistories(context.db, restoring, in: request.zone)
+            try Self.joinHistories(context.db, restoring, in: request.zone, restore: restore)
         } catch {
             throw RecordRules.batchFailure(store.convert(error), at: current, deletes: request.deletes, saves: saves)
         }
@@ -129,8 +130,9 @@ extension SQLiteStore {
         return try await readAside { db in
             var lookup = asked
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
+            let hidden = try Self.restoring(db, in: zone)
             while let name = lookup.nextName() {
-                lookup.found(try StoredRecord.fetch(db, name, in: zone).flatMap { access.canRead(shareID: $0.shareID) ? $0 : nil })
+                lookup.found(try StoredRecord.fetch(db, name, in: zone).flatMap { access.canRead(shareID: $0.shareID) && !hidden.contains(name) ? $0 : nil })
             }
             return lookup.answer
         }

@@ -195,7 +195,7 @@ extension SQLiteStore {
                 db.cachedStatement(
                     sql: """
                         SELECT record_name, record_type, name, parent, NULL AS body, NULL AS bytes, created_at, modified_at, modified_by, seq, share_id
-                        FROM records WHERE owner = ? AND zone = ? AND share_id = ? ORDER BY name
+                        FROM records r WHERE owner = ? AND zone = ? AND share_id = ? AND \(Self.shownRecord) ORDER BY name
                         """),
                 arguments: [share.zone.owner, share.zone.name, share.id]
             ).map { StoredRecord.record(fromColumns: $0, zone: share.zone) }
@@ -206,7 +206,9 @@ extension SQLiteStore {
     public func publicRecord(urlToken: String, recordName: String, pass: String?) async throws(NotesError) -> NotesModel.Record {
         try await read { db in
             let share = try Self.publicLink(db, urlToken: urlToken, pass: pass, now: self.clock())
-            guard let record = try StoredRecord.fetch(db, recordName, in: share.zone), record.shareID == share.id else {
+            guard let record = try StoredRecord.fetch(db, recordName, in: share.zone), record.shareID == share.id,
+                !(try Self.restoring(db, in: share.zone).contains(recordName))
+            else {
                 throw ShareRules.noPublicPage
             }
             return record

@@ -66,26 +66,31 @@ extension SQLiteStore {
     public func trashedContent(in zone: ZoneID, under recordName: String, actor: String) async throws(NotesError) -> [TrashedContent] {
         try await readAside { db in
             let access = try ZoneAccess.load(db, zone: zone, actor: actor)
-            var subtree = try TrashRules.subtree(of: recordName, in: try Self.trashed(db, in: zone, access: access))
-            for index in subtree.indices {
-                let entry = subtree[index]
-                subtree[index].body = StoredRecord.text(
+            return try TrashRules.subtree(of: recordName, in: try Self.trashed(db, in: zone, access: access))
+        }
+    }
+
+    public func trashedBodies(_ entries: [TrashedContent], in zone: ZoneID) async throws(NotesError) -> [TrashedContent] {
+        try await readAside { db in
+            var filled = entries
+            for index in filled.indices where filled[index].record.recordType != .folder {
+                filled[index].body = StoredRecord.text(
                     try Data.fetchOne(
                         db.cachedStatement(
                             sql: """
                                 SELECT \(StoredRecord.body("versions")) FROM versions WHERE owner = ? AND zone = ? AND record_name = ? AND seq = ?
-                                """), arguments: [zone.owner, zone.name, entry.record.recordName, entry.versionSeq]))
+                                """), arguments: [zone.owner, zone.name, filled[index].record.recordName, filled[index].versionSeq]))
             }
-            return subtree
+            return filled
         }
     }
 
-    /// Restored records take up their earlier histories and leave the trash (inside the
-    /// restore's modify).
-    static func joinHistories(_ db: Database, _ records: [RestoredRecord], in zone: ZoneID) throws {
+    /// Restored records take up their earlier histories (and the restore under way they
+    /// belong to, if any) and leave the trash, inside the restore's modify.
+    static func joinHistories(_ db: Database, _ records: [RestoredRecord], in zone: ZoneID, restore: String?) throws {
         for record in records {
-            try db.cachedStatement(sql: "UPDATE records SET created_seq = ? WHERE owner = ? AND zone = ? AND record_name = ?")
-                .execute(arguments: [record.createdSeq, zone.owner, zone.name, record.recordName])
+            try db.cachedStatement(sql: "UPDATE records SET created_seq = ?, restore_id = ? WHERE owner = ? AND zone = ? AND record_name = ?")
+                .execute(arguments: [record.createdSeq, restore, zone.owner, zone.name, record.recordName])
             try db.cachedStatement(sql: "DELETE FROM trash WHERE owner = ? AND zone = ? AND record_name = ?")
                 .execute(arguments: [zone.owner, zone.name, record.recordName])
         }

@@ -65,8 +65,9 @@ struct TransferTable: Sendable {
             [
                 ("owner", .text), ("zone", .text), ("record_name", .text), ("record_type", .text), ("name", .text), ("parent", .text),
                 ("body", .textBytes), ("bytes", .blob), ("created_at", .real), ("modified_at", .real), ("modified_by", .text),
-                ("seq", .integer), ("created_seq", .integer), ("share_id", .text), ("content_id", .integer),
+                ("seq", .integer), ("created_seq", .integer), ("share_id", .text), ("content_id", .integer), ("restore_id", .text),
             ]),
+        TransferTable("restores", [("id", .text), ("owner", .text), ("zone", .text), ("since_seq", .integer), ("started_at", .real)]),
         TransferTable(
             "tombstones",
             [

@@ -215,6 +215,8 @@ struct Notesd: AsyncParsableCommand {
                     notifier.publish(notices)
                 })
             try await Self.ensureAdmin(store, logger: logger)
+            // One process owns the file: a restore still listed was cut short when notesd stopped.
+            try await Self.undoAbandonedRestores(store, startedBefore: .distantFuture, logger: logger)
             try paths.prepareSocket()
             let services = try serving(store)
             logger.notice("notesd starting", metadata: starting)
@@ -276,6 +278,9 @@ struct Notesd: AsyncParsableCommand {
                         try await database.checkReachable()
                         try await database.migrate()
                         try await Self.ensureAdmin(store, logger: logger)
+                        // Other instances may be restoring right now: only old restores were abandoned.
+                        try await Self.undoAbandonedRestores(
+                            store, startedBefore: Date().addingTimeInterval(-RestoreRules.abandonedAfterSeconds), logger: logger)
                         logger.notice("notesd starting", metadata: metadata)
                     },
                 ],
@@ -283,6 +288,13 @@ struct Notesd: AsyncParsableCommand {
             try await group.run()
         }
         logger.notice("notesd stopped")
+    }
+
+    /// Takes back restores from the trash that an instance stopped in the middle of:
+    /// their records go back to the trash, and the zones' change pages move on.
+    static func undoAbandonedRestores(_ store: any RecordStore, startedBefore: Date, logger: Logger) async throws {
+        let undone = try await store.undoUnfinishedRestores(startedBefore: startedBefore)
+        if undone > 0 { logger.warning("restores from the trash cut short by a stop were taken back; restore those folders again", metadata: ["restores": "\(undone)"]) }
     }
 
     /// The TLS configuration of `--tls-cert` and `--tls-key`, read now so that a
@@ -389,13 +401,26 @@ struct NotifierService: Service {
 
 /// Thins old versions by the retention rule, empties the trash of what is past its
 /// days and deletes tombstones past 90 days: once at start, then every hour, in small
-/// transactions so that writers wait milliseconds at most.
+/// transactions so that writers wait milliseconds at most. Every 10 minutes, takes back
+/// restores from the trash that a stopped instance left unfinished.
 struct RetentionService: Service {
     let store: any RecordStore
     let logger: Logger
 
     func run() async throws {
+        var pass = 0
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                try await Notesd.undoAbandonedRestores(
+                    store, startedBefore: Date().addingTimeInterval(-RestoreRules.abandonedAfterSeconds), logger: logger)
+            } catch {
+                logger.error("taking back an abandoned restore failed; it is tried again in 10 minutes", metadata: ["error": "\(error)"])
+            }
+            defer { pass += 1 }
+            guard pass % 6 == 0 else {
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
+                continue
+            }
             do {
                 try await store.pruneVersions(maxRecords: 200)
             } catch {
@@ -411,7 +436,7 @@ struct RetentionService: Service {
             } catch {
                 logger.error("tombstone retention failed; it is tried again in an hour", metadata: ["error": "\(error)"])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(3_600)) }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
         }
     }
 }

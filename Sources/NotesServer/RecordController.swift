@@ -79,8 +79,10 @@ struct RecordController {
             let actor = try context.account().name
             var request = request
             let body = try await request.decodeJSON(API.Restore.self)
-            let restored = try await store.restoreFromTrash(body.recordName, in: body.zone, parent: body.parent, name: body.name, actor: actor)
-            return JSONResponse.make(API.Records(records: restored))
+            let restored = API.Records(records: try await store.restoreFromTrash(body.recordName, in: body.zone, parent: body.parent, name: body.name, actor: actor))
+            // A folder of thousands is listed in megabytes: written off the event loop.
+            guard restored.records.count > RestoreRules.recordsPerTurn else { return JSONResponse.raw(RecordJSONWriter.encode(restored)) }
+            return JSONResponse.raw(try await Blocking.background { RecordJSONWriter.encode(restored) })
         }
         group.post("changes") { request, context in
             let actor = try context.account().name

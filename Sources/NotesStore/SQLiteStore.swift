@@ -105,7 +105,7 @@ public final class SQLiteStore: RecordStore {
                 defer { writer.release() }
                 outcome = try transaction()
             } else {
-                outcome = try await writer.withPermit { try await Blocking.run(transaction) }
+                outcome = try await writer.runBlocking(transaction)
             }
         } catch {
             throw convert(error)
@@ -124,9 +124,7 @@ public final class SQLiteStore: RecordStore {
     /// read stays in the log for the next one.
     private func checkpoint() async {
         do {
-            let frames = try await writer.withPermit {
-                try await Blocking.run { try self.pool.writeWithoutTransaction { db in try db.checkpoint(.passive).walFrameCount } }
-            }
+            let frames = try await writer.runBlocking { try self.pool.writeWithoutTransaction { db in try db.checkpoint(.passive).walFrameCount } }
             checkpoints.checkpointed(logFrames: Int32(clamping: frames))
         } catch {
             checkpoints.checkpointed(logFrames: nil)
@@ -157,7 +155,7 @@ public final class SQLiteStore: RecordStore {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
         do {
-            return try await readers.withPermit { try await Blocking.run { try self.readNow(body) } }
+            return try await readers.runBlocking { try self.readNow(body) }
         } catch {
             throw convert(error)
         }

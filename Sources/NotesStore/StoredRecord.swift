@@ -54,7 +54,7 @@ enum StoredRecord {
     /// The bytes a row of `records` holds, inline and written apart.
     static let recordSize = """
         COALESCE(length(CAST(body AS BLOB)), 0) + COALESCE(length(bytes), 0)
-          + COALESCE((SELECT c.size FROM contents c WHERE c.id = records.content_id), 0)
+          + COALESCE((SELECT c.size FROM contents c INDEXED BY contents_sizes WHERE c.id = records.content_id), 0)
         """
 
     static func record(fromColumns row: Row, zone: ZoneID) -> NotesModel.Record {

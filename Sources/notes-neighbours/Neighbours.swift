@@ -52,10 +52,24 @@ struct Neighbours: AsyncParsableCommand {
     @Option(help: "Run notesd on this PostgreSQL database (postgres://…; a throwaway one).")
     var database: String?
 
-    @Option(help: "Only these patterns (comma-separated: lookup, title, passwords, batches, guesses, all).")
+    @Option(help: "Only these patterns (comma-separated: lookup, title, passwords, batches, guesses, restore, all).")
     var patterns: String?
 
+    @Flag(
+        help: """
+            Run the attacking account's requests in this process, beside the victims', instead of \
+            in a process of its own at nice 19 (as if from another machine).
+            """)
+    var attackerInProcess = false
+
+    @Option(help: .hidden)
+    var attackPlan: String?
+
     func run() async throws {
+        if let attackPlan {
+            try await Attacker.runAlone(plan: attackPlan)
+            return
+        }
         let binary = notesd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notesd").path
         let daemon = try await Daemon.start(binary: binary, database: database)
         defer { daemon.stop() }
@@ -70,11 +84,12 @@ struct Neighbours: AsyncParsableCommand {
             print("notes-neighbours: notesd on \(database == nil ? "SQLite" : "PostgreSQL"), \(duration) s a phase\(short ? " (short)" : "")")
             print(Phase.header)
         }
-        let idle = try await Phase.measure("idle", world: world, daemon: daemon, seconds: duration, idle: nil, attack: [])
+        let inProcess = attackerInProcess
+        let idle = try await Phase.measure("idle", world: world, daemon: daemon, seconds: duration, idle: nil, attack: [], inProcess: inProcess)
         report(idle)
         for pattern in Pattern.allCases where chosen?.contains(pattern.rawValue) ?? true {
             let attack = pattern == .all ? Pattern.allCases.filter { $0 != .all } : [pattern]
-            report(try await Phase.measure(pattern.rawValue, world: world, daemon: daemon, seconds: duration, idle: idle, attack: attack))
+            report(try await Phase.measure(pattern.rawValue, world: world, daemon: daemon, seconds: duration, idle: idle, attack: attack, inProcess: inProcess))
         }
     }
 
@@ -116,6 +131,8 @@ enum Pattern: String, CaseIterable, Sendable {
     case batches
     /// 200 wrong link passwords at once from one address.
     case guesses
+    /// A folder of 10,000 notes restored from the trash, then deleted again.
+    case restore
     case all
 }
 
@@ -186,22 +203,20 @@ final class Daemon: Sendable {
 struct World: Sendable {
     let alice: NotesClient
     let mallory: NotesClient
-    /// Anonymous visitors: the victim over TCP, the attacker on the socket (another
-    /// address, as two visitors would be).
+    /// The anonymous victim, over TCP.
     let visitor: NotesClient
-    let anonymousAttacker: NotesClient
     let alicePage: String
-    let malloryPage: String
-    let malloryShareID: String
-    let passwordLink: String
-    let malloryZone: ZoneID
     let aliceZone: ZoneID
+    let malloryZone: ZoneID
+    /// What mallory's patterns need, for this process or another.
+    let plan: Attacker.Plan
     let short: Bool
 
     static func make(_ daemon: Daemon, short: Bool) async throws -> World {
         let admin = daemon.admin()
         let alice = daemon.tcp(token: try await admin.createAccount(name: "alice").token, pool: "alice")
-        let mallory = daemon.tcp(token: try await admin.createAccount(name: "mallory").token, pool: "mallory", connections: 32)
+        let malloryToken = try await admin.createAccount(name: "mallory").token
+        let mallory = daemon.tcp(token: malloryToken, pool: "mallory", connections: 32)
         let aliceZone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
         let malloryZone = ZoneID(owner: "mallory", name: ZoneID.defaultZoneName)
         // alice's public page, which the visitor reads
@@ -227,15 +242,33 @@ struct World: Sendable {
         let folder = try await mallory.createShare(NewShare(zone: malloryZone, rootRecordName: "folder", publicPermission: .readOnly))
         let locked = try await mallory.createShare(NewShare(zone: malloryZone, rootRecordName: "locked", publicPermission: .readOnly))
         _ = try await mallory.updateShare(id: locked.id, ShareUpdate(publicPassword: "the right one"))
+        // mallory's trashed folder, which the restore pattern brings back and deletes again
+        let archive = Attacker.Plan.archive(short ? 1_000 : 10_000)
+        _ = try await mallory.modify(ModifyRequest(zone: malloryZone, saves: [RecordSave(recordName: "archive", recordType: .folder, name: "archive")]))
+        let note = String(repeating: "An archived line.\n", count: 56)
+        for start in stride(from: 0, to: archive.count, by: Limits.maxBatchItems) {
+            let names = archive[start..<min(start + Limits.maxBatchItems, archive.count)]
+            _ = try await mallory.modify(
+                ModifyRequest(zone: malloryZone, saves: names.map { RecordSave(recordName: $0, recordType: .note, name: "\($0).md", parent: "archive", body: note) }))
+        }
+        try await World.trash(archive + ["archive"], of: mallory, in: malloryZone)
         let visitor = daemon.tcp(token: nil, pool: "visitor")
         // The page rendered once before the idle phase: its first view is a render, which
         // would make every later phase's p99 look small against it.
         _ = try await visitor.raw("GET", "/s/\(alicePage)", body: nil)
-        return World(
-            alice: alice, mallory: mallory, visitor: visitor,
-            anonymousAttacker: NotesClient(endpoint: .unixSocket(daemon.socket), timeoutSeconds: 120, pool: NotesClient.Pool(name: "anonymous", connections: 200)),
-            alicePage: alicePage, malloryPage: folder.urlToken, malloryShareID: locked.id, passwordLink: locked.urlToken, malloryZone: malloryZone,
-            aliceZone: aliceZone, short: short)
+        let plan = Attacker.Plan(
+            socket: daemon.socket, port: daemon.port, token: malloryToken, zoneOwner: malloryZone.owner, zoneName: malloryZone.name,
+            page: folder.urlToken, shareID: locked.id, passwordLink: locked.urlToken, archiveCount: archive.count, short: short, patterns: [], until: 0)
+        return World(alice: alice, mallory: mallory, visitor: visitor, alicePage: alicePage, aliceZone: aliceZone, malloryZone: malloryZone, plan: plan, short: short)
+    }
+
+    /// Deletes `names` (children before their folders) 100 at a time: the restore
+    /// pattern measures the restore; batches of 400 are the batches pattern's.
+    static func trash(_ names: [String], of client: NotesClient, in zone: ZoneID) async throws {
+        for start in stride(from: 0, to: names.count, by: RestoreRules.recordsPerTurn) {
+            let batch = names[start..<min(start + RestoreRules.recordsPerTurn, names.count)]
+            _ = try await client.modify(ModifyRequest(zone: zone, deletes: batch.map { RecordDelete(recordName: $0) }))
+        }
     }
 }
 
@@ -313,41 +346,42 @@ enum Phase {
         phase      save p50    p99  ×idle   page p50    p99  ×idle  errors  peak MB    done    429
         """
 
-    static func measure(_ name: String, world: World, daemon: Daemon, seconds: Double, idle: Outcome?, attack: [Pattern]) async throws -> Outcome {
+    static func measure(_ name: String, world: World, daemon: Daemon, seconds: Double, idle: Outcome?, attack: [Pattern], inProcess: Bool) async throws -> Outcome {
         daemon.resetPeak()
         let saves = Tally()
         let pages = Tally()
-        let attacker = Tally()
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await victimSaves(world, saves, until: deadline) }
-            group.addTask { await victimPage(world, pages, until: deadline) }
-            for pattern in attack {
-                for lane in 0..<lanes(pattern) {
-                    group.addTask { await run(pattern, lane: lane, world: world, tally: attacker, until: deadline) }
-                }
+        var plan = world.plan
+        plan.patterns = attack.map(\.rawValue)
+        plan.until = Date().timeIntervalSince1970 + seconds
+        let attacking = plan
+        let attack = try await withThrowingTaskGroup(of: Attacker.Outcome?.self) { group in
+            group.addTask {
+                await victimSaves(world, saves, until: deadline)
+                return nil
             }
+            group.addTask {
+                await victimPage(world, pages, until: deadline)
+                return nil
+            }
+            if !attack.isEmpty {
+                group.addTask { inProcess ? await Attacker(attacking).run() : try await Attacker.runElsewhere(attacking) }
+            }
+            var outcome = Attacker.Outcome(done: 0, errors: [:])
+            for try await finished in group {
+                if let finished { outcome = finished }
+            }
+            return outcome
         }
         let save = saves.summary
         let page = pages.summary
-        let attack = attacker.summary
         let refused = attack.errors.filter { ["requestRateLimited", "serviceUnavailable"].contains($0.key) }.values.reduce(0, +)
         return Outcome(
             phase: name, saveP50: save.p50, saveP99: save.p99, pageP50: page.p50, pageP99: page.p99,
             saveRatio: idle.map { save.p99 / $0.saveP99 } ?? 1, pageRatio: idle.map { page.p99 / $0.pageP99 } ?? 1,
             victimErrors: save.errors.values.reduce(0, +) + page.errors.values.reduce(0, +),
             victimErrorKinds: save.errors.merging(page.errors, uniquingKeysWith: +), peakMegabytes: daemon.peakMegabytes,
-            attackerDone: attack.count, attackerRefused: refused, notesdAlive: daemon.isRunning)
-    }
-
-    static func lanes(_ pattern: Pattern) -> Int {
-        switch pattern {
-        case .lookup: 2
-        case .title, .guesses: 1
-        case .passwords: 8
-        case .batches: 4
-        case .all: 0
-        }
+            attackerDone: attack.done, attackerRefused: refused, notesdAlive: daemon.isRunning)
     }
 
     static func timed(_ tally: Tally, _ body: () async throws -> Void) async {
@@ -390,39 +424,143 @@ enum Phase {
             try? await Task.sleep(until: next)
         }
     }
+}
+
+/// mallory and an anonymous client on her side, running patterns: in this process, or
+/// in one of its own at nice 19 (`runElsewhere`), so that the benchmark's own work of
+/// making her requests does not take the CPU from notesd as it would not from a server
+/// she reached over the network.
+struct Attacker: Sendable {
+    /// What a process needs to attack: how to reach notesd, mallory's token, her notes
+    /// and links, the patterns and when to stop.
+    struct Plan: Codable, Sendable {
+        var socket: String
+        var port: Int
+        var token: String
+        var zoneOwner: String
+        var zoneName: String
+        var page: String
+        var shareID: String
+        var passwordLink: String
+        /// Notes in mallory's trashed folder `archive` (`archive(_:)` names them).
+        var archiveCount: Int
+        var short: Bool
+        var patterns: [String]
+        /// Seconds since 1970 at which the patterns stop.
+        var until: Double
+
+        static func archive(_ count: Int) -> [String] { (0..<count).map { "archived-\($0)" } }
+    }
+
+    struct Outcome: Codable, Sendable {
+        var done: Int
+        var errors: [String: Int]
+    }
+
+    let plan: Plan
+    let mallory: NotesClient
+    /// Anonymous on the socket: another address than the victim's, as two visitors.
+    let anonymous: NotesClient
+    var zone: ZoneID { ZoneID(owner: plan.zoneOwner, name: plan.zoneName) }
+    var page: String { plan.page }
+    var shareID: String { plan.shareID }
+    var passwordLink: String { plan.passwordLink }
+    var archive: [String] { Plan.archive(plan.archiveCount) }
+    var short: Bool { plan.short }
+
+    init(_ plan: Plan) {
+        self.plan = plan
+        mallory = NotesClient(
+            endpoint: .http("http://127.0.0.1:\(plan.port)"), token: plan.token, timeoutSeconds: 120, pool: NotesClient.Pool(name: "mallory", connections: 32))
+        anonymous = NotesClient(endpoint: .unixSocket(plan.socket), timeoutSeconds: 120, pool: NotesClient.Pool(name: "anonymous", connections: 200))
+    }
+
+    /// Every lane of every pattern of the plan until its end.
+    func run() async -> Outcome {
+        let tally = Tally()
+        let deadline = ContinuousClock.now + .milliseconds(Int64(max(0, plan.until - Date().timeIntervalSince1970) * 1000))
+        await withTaskGroup(of: Void.self) { group in
+            for pattern in plan.patterns.compactMap(Pattern.init(rawValue:)) {
+                for lane in 0..<Self.lanes(pattern) {
+                    group.addTask { await run(pattern, lane: lane, tally: tally, until: deadline) }
+                }
+            }
+        }
+        let summary = tally.summary
+        return Outcome(done: summary.count, errors: summary.errors)
+    }
+
+    /// Runs the plan in a new process of this binary at nice 19 and reads its outcome.
+    static func runElsewhere(_ plan: Plan) async throws -> Outcome {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        process.arguments = ["--attack-plan", String(decoding: try JSONEncoder().encode(plan), as: UTF8.self)]
+        let output = Pipe()
+        process.standardOutput = output
+        let ended = AsyncStream<Void> { continuation in
+            process.terminationHandler = { _ in continuation.finish() }
+        }
+        try process.run()
+        // (Its outcome is one short line: it fits the pipe, so reading after the end
+        // never blocks a thread of the event loops the victims' requests run on.)
+        for await _ in ended {}
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        guard process.terminationStatus == 0, let outcome = try? JSONDecoder().decode(Outcome.self, from: data) else {
+            throw NotesError(.internalError, "The attacking process ended with status \(process.terminationStatus) and no outcome.")
+        }
+        return outcome
+    }
+
+    /// The attacking process: lowers its own priority, runs the plan, prints the outcome.
+    static func runAlone(plan text: String) async throws {
+        let plan = try JSONDecoder().decode(Plan.self, from: Data(text.utf8))
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+        let outcome = await Attacker(plan).run()
+        print(String(decoding: try JSONEncoder().encode(outcome), as: UTF8.self))
+    }
+
+    static func lanes(_ pattern: Pattern) -> Int {
+        switch pattern {
+        case .lookup: 2
+        case .title, .guesses, .restore: 1
+        case .passwords: 8
+        case .batches: 4
+        case .all: 0
+        }
+    }
 
     /// One lane of a pattern, as fast as notesd answers it.
-    static func run(_ pattern: Pattern, lane: Int, world: World, tally: Tally, until deadline: ContinuousClock.Instant) async {
-        let mallory = world.mallory
+    func run(_ pattern: Pattern, lane: Int, tally: Tally, until deadline: ContinuousClock.Instant) async {
+        let world = self
         var tags: [String: String] = [:]
         var round = 0
         while ContinuousClock.now < deadline {
             round += 1
             switch pattern {
             case .lookup:
-                await timed(tally) { _ = try await mallory.records(Array(repeating: "large", count: 2_000), in: world.malloryZone) }
+                await Phase.timed(tally) { _ = try await mallory.records(Array(repeating: "large", count: 2_000), in: world.zone) }
             case .title:
-                await timed(tally) {
-                    let current = try await mallory.records(["brackets"], in: world.malloryZone).first?.changeTag
+                await Phase.timed(tally) {
+                    let current = try await mallory.records(["brackets"], in: world.zone).first?.changeTag
                     _ = try await mallory.modify(
                         ModifyRequest(
-                            zone: world.malloryZone,
+                            zone: world.zone,
                             saves: [
                                 RecordSave(
                                     recordName: "brackets", recordType: .note, name: "brackets.md", parent: "folder",
                                     body: "# " + String(repeating: "[", count: 65_000) + "\(round)", changeTag: current)
                             ]))
-                    _ = try await world.anonymousAttacker.raw("GET", "/s/\(world.malloryPage)/", body: nil)
+                    _ = try await world.anonymous.raw("GET", "/s/\(world.page)/", body: nil)
                 }
             case .passwords:
-                await timed(tally) { _ = try await mallory.updateShare(id: world.malloryShareID, ShareUpdate(publicPassword: "password \(lane) \(round)")) }
+                await Phase.timed(tally) { _ = try await mallory.updateShare(id: world.shareID, ShareUpdate(publicPassword: "password \(lane) \(round)")) }
             case .batches:
                 let names = (0..<400).map { "batch-\(lane)-\($0)" }
                 let text = String(repeating: "x", count: world.short ? 4_000 : 40_000)
-                await timed(tally) {
+                await Phase.timed(tally) {
                     let saved = try await mallory.modify(
                         ModifyRequest(
-                            zone: world.malloryZone,
+                            zone: world.zone,
                             saves: names.map { RecordSave(recordName: $0, recordType: .note, name: "\($0).md", body: text + "\(round)", changeTag: tags[$0]) }))
                     for record in saved.saved { tags[record.recordName] = record.changeTag }
                 }
@@ -431,13 +569,18 @@ enum Phase {
                 await withTaskGroup(of: Void.self) { group in
                     for index in 0..<200 {
                         group.addTask {
-                            await timed(tally) {
-                                let answer = try await world.anonymousAttacker.raw(
+                            await Phase.timed(tally) {
+                                let answer = try await world.anonymous.raw(
                                     "POST", "/s/\(world.passwordLink)", body: Array("password=wrong+\(burst)+\(index)".utf8))
                                 if answer.status == 429 { throw NotesError(.requestRateLimited, "refused") }
                             }
                         }
                     }
+                }
+            case .restore:
+                await Phase.timed(tally) {
+                    _ = try await mallory.restoreFromTrash("archive", in: world.zone)
+                    try await World.trash(world.archive + ["archive"], of: mallory, in: world.zone)
                 }
             case .all:
                 return

@@ -50,7 +50,7 @@ import Testing
         let phases = run.stdout.split(separator: "\n").compactMap { line in
             try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         }
-        #expect(phases.map { $0["phase"] as? String ?? "?" } == ["idle", "lookup", "title", "passwords", "batches", "guesses", "all"], "\(run.stdout)")
+        #expect(phases.map { $0["phase"] as? String ?? "?" } == ["idle", "lookup", "title", "passwords", "batches", "guesses", "restore", "all"], "\(run.stdout)")
         for phase in phases {
             let name = phase["phase"] as? String ?? "?"
             // Nobody else is stopped: notesd stays up, and neither victim gets an error
@@ -63,6 +63,8 @@ import Testing
         }
         // And 200 guesses at once are refused past the limit, unhashed
         #expect((phases.first { $0["phase"] as? String == "guesses" }?["attackerRefused"] as? Int ?? 0) >= 150)
+        // And a trashed folder of 1,000 notes came back whole (and went again) at least once
+        #expect((phases.first { $0["phase"] as? String == "restore" }?["attackerDone"] as? Int ?? 0) >= 1)
     }
 
     /// Connections on the Unix socket were not counted, and notesd kept the soft

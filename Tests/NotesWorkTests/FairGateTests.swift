@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import NotesModel
 import NotesWork
 import Synchronization
@@ -32,6 +34,11 @@ import Testing
         let names = Mutex<[String]>([])
     }
 
+    /// The threads each account's calls ran on.
+    final class Threads: Sendable {
+        let seen = Mutex<[String: Set<String>]>([:])
+    }
+
     static func waitUntil(_ condition: () -> Bool) async {
         while !condition() { await Task.yield() }
     }
@@ -60,6 +67,65 @@ import Testing
         for call in calls { try await call.value }
         // Then bob's call runs second, not after all of alice's
         #expect(order.names.withLock { $0 } == ["alice", "bob", "alice", "alice", "alice", "alice"])
+    }
+
+    /// Blocking work hands the permit on from thread to thread without waking a task:
+    /// the thread that ran one call runs the next account's in turn, and a task waiting in
+    /// `withPermit` among them is woken in its turn.
+    @Test func blockingWorkPassesThePermitOnInTurnOnTheThreadThatHeldIt() async throws {
+        // Given a gate of one permit, held by blocking work
+        let gate = FairGate(name: "the writer", permits: 1)
+        let release = DispatchSemaphore(value: 0)
+        let entered = Latch()
+        let order = Order()
+        let threads = Threads()
+        @Sendable func note(_ account: String) {
+            order.names.withLock { $0.append(account) }
+            threads.seen.withLock { _ = $0[account, default: []].insert("\(pthread_self())") }
+        }
+        let holder = Task {
+            try await gate.runBlocking(for: "holder") {
+                note("holder")
+                entered.open()
+                release.wait()
+            }
+        }
+        await entered.wait()
+        // When alice queues three blocking calls, bob one, and carol a task's call
+        var calls: [Task<Void, any Error>] = []
+        for (index, account) in ["alice", "alice", "alice", "bob"].enumerated() {
+            calls.append(Task { try await gate.runBlocking(for: account) { note(account) } })
+            await Self.waitUntil { gate.waiting == index + 1 }
+        }
+        calls.append(Task { try await gate.withPermit(for: "carol") { note("carol") } })
+        await Self.waitUntil { gate.waiting == 5 }
+        release.signal()
+        try await holder.value
+        for call in calls { try await call.value }
+        // Then each account had its turn, and alice's and bob's calls ran on the thread
+        // that held the permit
+        #expect(order.names.withLock { $0 } == ["holder", "alice", "bob", "carol", "alice", "alice"])
+        let holderThread = try #require(threads.seen.withLock { $0["holder"] })
+        #expect(threads.seen.withLock { $0["bob"] } == holderThread)
+        #expect(threads.seen.withLock { $0["alice"] }?.contains(holderThread.first!) == true)
+        // And a blocking call whose task gives up while it waits never runs
+        let inside = Latch()
+        let blocked = Task {
+            try await gate.runBlocking(for: "holder") {
+                inside.open()
+                release.wait()
+            }
+        }
+        await inside.wait()
+        let given = Task { try await gate.runBlocking(for: "dave") { note("dave") } }
+        await Self.waitUntil { gate.waiting == 1 }
+        given.cancel()
+        await #expect(throws: CancellationError.self) { try await given.value }
+        release.signal()
+        try await blocked.value
+        #expect(!order.names.withLock { $0 }.contains("dave"))
+        #expect(gate.tryAcquire())
+        gate.release()
     }
 
     @Test func anAccountsLineIsBoundedAndOthersStillGetIn() async throws {

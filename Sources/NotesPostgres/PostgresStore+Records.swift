@@ -69,20 +69,19 @@ extension PostgresStore {
     public func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord], restore: String?) async throws(NotesError) -> ModifyResult {
         try request.validate()
         let saves = try RecordRules.ordered(request.saves)
-        let deleting = Set(request.deletes.map(\.recordName))
         let apart = try await writeApart(saves, in: request.zone, actor: actor)
         let apartBytes = SeparateContents.charge(saves, apart: apart)
         do {
             do {
                 return try await modifyNow(
-                    request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes)
+                    request, saves: saves, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes)
             } catch  where error.code == .constraintViolation && saves.count > 1 {
                 // A name taken twice shows when the saves are written together, not
                 // which save took it: the operation runs again a save at a time, so that
                 // the error names the save that failed (or it goes through, if the name
                 // came free meanwhile).
                 return try await modifyNow(
-                    request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes,
+                    request, saves: saves, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes,
                     oneAtATime: true)
             }
         } catch {
@@ -95,7 +94,7 @@ extension PostgresStore {
     /// counted in the owner's usage since, `apartBytes`). Its saves are written together
     /// (`PostgresPendingSaves`), or each as it is decided (`oneAtATime`).
     private func modifyNow(
-        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], restore: String?,
+        _ request: ModifyRequest, saves: [RecordSave], actor: String, restoring: [RestoredRecord], restore: String?,
         apart: [String: Int64], apartBytes: Int64, oneAtATime: Bool = false
     ) async throws(NotesError) -> ModifyResult {
         try await write { context in
@@ -109,27 +108,21 @@ extension PostgresStore {
             writer.readAhead(names, found: found)
             var saved: [Record] = []
             saved.reserveCapacity(saves.count)
-            var current = ""
+            var run = ModifyRun(request, saves: saves)
             do {
-                let savedParents = RecordRules.savedParents(saves)
-                var afterSaves: [RecordDelete] = []
-                for delete in request.deletes {
-                    current = delete.recordName
-                    if try await !writer.delete(delete, deleting: deleting, savedParents: savedParents) { afterSaves.append(delete) }
-                }
-                for save in saves {
-                    current = save.recordName
-                    saved.append(try await writer.save(save, contentID: apart[save.recordName]))
-                }
-                current = saves.last?.recordName ?? current
-                try await writer.finish()
-                for delete in afterSaves {
-                    current = delete.recordName
-                    try await writer.delete(delete, deleting: deleting)
+                while let step = run.next() {
+                    switch step {
+                    case .delete(let delete, let savedParents):
+                        if try await !writer.delete(delete, deleting: run.deleting, savedParents: savedParents) { run.waitForSaves(delete) }
+                    case .save(let save):
+                        saved.append(try await writer.save(save, contentID: apart[save.recordName]))
+                    case .savesDone:
+                        try await writer.finish()
+                    }
                 }
                 try await Self.joinHistories(context.sql, restoring, in: request.zone, restore: restore)
             } catch {
-                throw RecordRules.batchFailure(convert(error), at: current, deletes: request.deletes, saves: saves)
+                throw run.failure(convert(error))
             }
             // The zone's change number goes with the counter in the last statement, which
             // also reads the usage after the write for the quota check.

@@ -67,7 +67,6 @@ extension SQLiteStore {
     public func modify(_ request: ModifyRequest, actor: String, restoring: [RestoredRecord], restore: String?) async throws(NotesError) -> ModifyResult {
         try request.validate()
         let saves = try RecordRules.ordered(request.saves)
-        let deleting = Set(request.deletes.map(\.recordName))
         let store = self
         let apart = try await writeApart(saves, in: request.zone, actor: actor)
         let apartBytes = SeparateContents.charge(saves, apart: apart)
@@ -76,7 +75,7 @@ extension SQLiteStore {
             return try await write(small: SeparateContents.isSmall(saves, deletes: request.deletes.count)) { context in
                 try Self.takeWrittenApart(context.db, apart.values, charging: apartBytes, to: request.zone.owner)
                 return try store.modifyNow(
-                    request, saves: saves, deleting: deleting, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes, context: context)
+                    request, saves: saves, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes, context: context)
             }
         } catch {
             await dropWrittenApart(Array(apart.values))
@@ -87,7 +86,7 @@ extension SQLiteStore {
     /// The modify's own transaction: its large contents are already written (`apart`,
     /// counted in the owner's usage since, `apartBytes`).
     private func modifyNow(
-        _ request: ModifyRequest, saves: [RecordSave], deleting: Set<String>, actor: String, restoring: [RestoredRecord], restore: String?,
+        _ request: ModifyRequest, saves: [RecordSave], actor: String, restoring: [RestoredRecord], restore: String?,
         apart: [String: Int64], apartBytes: Int64, context: WriteContext
     ) throws -> ModifyResult {
         let store = self
@@ -95,26 +94,22 @@ extension SQLiteStore {
         let writer = RecordWriter(context: context, access: access, actor: actor)
         var saved: [NotesModel.Record] = []
         saved.reserveCapacity(saves.count)
-        var current = ""
+        var run = ModifyRun(request, saves: saves)
         let usedBefore = try Storage.used(context.db, by: request.zone.owner) - apartBytes
         do {
-            let savedParents = RecordRules.savedParents(saves)
-            var afterSaves: [RecordDelete] = []
-            for delete in request.deletes {
-                current = delete.recordName
-                if try !writer.delete(delete, deleting: deleting, savedParents: savedParents) { afterSaves.append(delete) }
-            }
-            for save in saves {
-                current = save.recordName
-                saved.append(try writer.save(save, contentID: apart[save.recordName]))
-            }
-            for delete in afterSaves {
-                current = delete.recordName
-                try writer.delete(delete, deleting: deleting)
+            while let step = run.next() {
+                switch step {
+                case .delete(let delete, let savedParents):
+                    if try !writer.delete(delete, deleting: run.deleting, savedParents: savedParents) { run.waitForSaves(delete) }
+                case .save(let save):
+                    saved.append(try writer.save(save, contentID: apart[save.recordName]))
+                case .savesDone:
+                    break
+                }
             }
             try Self.joinHistories(context.db, restoring, in: request.zone, restore: restore)
         } catch {
-            throw RecordRules.batchFailure(store.convert(error), at: current, deletes: request.deletes, saves: saves)
+            throw run.failure(store.convert(error))
         }
         if store.storage.quotaBytes != nil {
             try RecordRules.checkQuota(

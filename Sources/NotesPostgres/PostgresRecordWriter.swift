@@ -19,6 +19,12 @@ final class PostgresRecordWriter {
     /// Saves decided and not yet written: written before the records table is read or
     /// changed otherwise, and by `finish()`.
     private var pending = PostgresPendingSaves()
+    /// Deletes decided and not yet written (record name, change number): written together
+    /// before anything else reads or writes records.
+    private var pendingDeletes: [(recordName: String, seq: Int64)] = []
+    /// The children of the folders this operation deletes, read in one statement at its
+    /// first delete; good until a save is written.
+    private var childrenAhead: [String: [String]]?
 
     /// Each save written as soon as it is decided (for an error that must name its save).
     let oneAtATime: Bool
@@ -49,10 +55,37 @@ final class PostgresRecordWriter {
         return try await PostgresRecords.fetchMetadata(sql, recordName, in: zone)
     }
 
-    /// Writes the saves decided so far.
+    /// Writes the deletes and saves decided so far.
     private func flush() async throws {
+        try await flushDeletes()
         guard !pending.isEmpty else { return }
+        childrenAhead = nil
         try await pending.write(sql, zone: zone, actor: actor, now: context.now.storedValue)
+    }
+
+    /// Writes the deletes decided so far, in one statement.
+    private func flushDeletes() async throws {
+        guard !pendingDeletes.isEmpty else { return }
+        defer { pendingDeletes.removeAll() }
+        _ = try await sql.rows(
+            DeleteRecords(
+                owner: zone.owner, zone: zone.name, recordNames: pendingDeletes.map(\.recordName), seqs: pendingDeletes.map(\.seq), actor: actor,
+                now: context.now.storedValue))
+    }
+
+    /// The records in `folder`, from the read ahead of every folder the operation deletes.
+    private func children(of folder: String, deleting: Set<String>) async throws -> [String] {
+        if let childrenAhead { return childrenAhead[folder] ?? [] }
+        try await flush()
+        var ahead: [String: [String]] = [:]
+        for row in try await sql.rows(
+            "SELECT parent, record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND parent = ANY(\(Array(deleting)))")
+        {
+            let (parent, name) = try row.decode((String, String).self)
+            ahead[parent, default: []].append(name)
+        }
+        childrenAhead = ahead
+        return ahead[folder] ?? []
     }
 
     /// Writes what the operation's saves left pending; call it once they are all decided.
@@ -78,18 +111,15 @@ final class PostgresRecordWriter {
             throw try await withServerRecord(error, delete.recordName)
         }
         guard let existing else { return true }
-        try await flush()
-        let children = try await sql.column(
-            "SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND parent = \(existing.recordName)", as: String.self)
+        let children = existing.recordType == .folder ? try await children(of: existing.recordName, deleting: deleting) : []
         guard try RecordRules.checkEmptied(existing, children: children, deleting: deleting, savedParents: savedParents) == .now else { return false }
-        let seq = context.nextSeq()
-        _ = try await sql.rows(
-            DeleteRecord(
-                owner: zone.owner, zone: zone.name, recordName: existing.recordName, seq: seq, actor: actor, now: context.now.storedValue))
+        pendingDeletes.append((existing.recordName, context.nextSeq()))
         folders[existing.recordName] = nil
         if let rootOf {
+            try await flush()
             folders.removeAll()
             forgetReadAhead()
+            childrenAhead = nil
             try await PostgresShareWriter(context: context).stop(shareID: rootOf, zone: zone)
         }
         return true
@@ -99,6 +129,9 @@ final class PostgresRecordWriter {
     /// - Parameter contentID: the row of `contents` holding the save's content, written
     ///   apart before this transaction (`SeparateContents`); `nil`: the content is inline.
     func save(_ save: RecordSave, contentID: Int64? = nil) async throws -> Record {
+        // (A save reads and changes records as the deletes before it left them.)
+        try await flushDeletes()
+        childrenAhead = nil
         let existing = try await metadata(save.recordName)
         try RecordRules.checkName(save, existing: existing)
         var parentShare = access.zoneWideShare

@@ -154,30 +154,33 @@ public struct FinishModify: PreparedRows {
     }
 }
 
-/// Deletes a record in one statement: its last state kept as a version, a trash entry
-/// saying who deleted it and when, the row gone, and a tombstone for those who sync.
-struct DeleteRecord: PreparedRows {
+/// Deletes records in one statement: the last state of each kept as a version, a trash
+/// entry saying who deleted it and when, the row gone, and a tombstone (at its own change
+/// number) for those who sync.
+struct DeleteRecords: PreparedRows {
     static let sql = """
-        WITH gone AS (DELETE FROM records WHERE owner = $1 AND zone = $2 AND record_name = $3 RETURNING *),
+        WITH named AS (SELECT * FROM unnest($3::text[], $4::bigint[]) AS n(record_name, deleted_seq)),
+             gone AS (DELETE FROM records r USING named n WHERE r.owner = $1 AND r.zone = $2 AND r.record_name = n.record_name
+                      RETURNING r.*, n.deleted_seq),
              kept AS (INSERT INTO versions (owner, zone, record_name, seq, name, parent, body, content_id, size, modified_by, modified_at, created_seq)
                       SELECT owner, zone, record_name, seq, name, parent, body, \(SeparateContents.versionContentSQL), \(PostgresRecords.size("gone")), modified_by, modified_at, created_seq FROM gone),
              trashed AS (INSERT INTO trash (owner, zone, record_name, created_seq, version_seq, deleted_seq, record_type, name, parent, share_id, size, deleted_by, deleted_at)
-                         SELECT owner, zone, record_name, created_seq, seq, $4, record_type, name, parent, share_id, \(PostgresRecords.size("gone")), $5, $6 FROM gone
+                         SELECT owner, zone, record_name, created_seq, seq, deleted_seq, record_type, name, parent, share_id, \(PostgresRecords.size("gone")), $5, $6 FROM gone
                          ON CONFLICT (owner, zone, record_name) DO UPDATE SET
                              created_seq = EXCLUDED.created_seq, version_seq = EXCLUDED.version_seq, deleted_seq = EXCLUDED.deleted_seq,
                              record_type = EXCLUDED.record_type, name = EXCLUDED.name, parent = EXCLUDED.parent, share_id = EXCLUDED.share_id,
                              size = EXCLUDED.size, deleted_by = EXCLUDED.deleted_by, deleted_at = EXCLUDED.deleted_at)
-        INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) SELECT owner, zone, record_name, $4, share_id, 'deleted' FROM gone
+        INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) SELECT owner, zone, record_name, deleted_seq, share_id, 'deleted' FROM gone
         """
-    static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .int8, .text, .float8]
-    let owner: String, zone: String, recordName: String, seq: Int64, actor: String, now: Double
+    static let bindingDataTypes: [PostgresDataType] = [.text, .text, .textArray, .int8Array, .text, .float8]
+    let owner: String, zone: String, recordNames: [String], seqs: [Int64], actor: String, now: Double
 
     func makeBindings() -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 6)
         bindings.append(owner)
         bindings.append(zone)
-        bindings.append(recordName)
-        bindings.append(seq)
+        bindings.append(recordNames)
+        bindings.append(seqs)
         bindings.append(actor)
         bindings.append(now)
         return bindings

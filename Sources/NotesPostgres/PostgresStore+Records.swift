@@ -120,6 +120,8 @@ extension PostgresStore {
                         try await writer.finish()
                     }
                 }
+                // (The deletes that waited for the saves are decided and not yet written.)
+                try await writer.finish()
                 try await Self.joinHistories(context.sql, restoring, in: request.zone, restore: restore)
             } catch {
                 throw run.failure(convert(error))

@@ -1,5 +1,6 @@
 public import Hummingbird
 import Foundation
+import NIOFoundationCompat
 public import NotesModel
 import NotesWork
 
@@ -66,7 +67,9 @@ extension Request {
             throw NotesError(.invalidArguments, "The request has no body; send a JSON object.")
         }
         do {
-            let data = Data(buffer.readableBytesView)
+            // The body's own bytes, not a copy: a 16 MB batch held twice until decoded
+            // took a quarter of notesd's memory with four such requests under way.
+            let data = buffer.getData(at: buffer.readerIndex, length: buffer.readableBytes, byteTransferStrategy: .noCopy) ?? Data()
             // A large body (a batch of notes) decodes for tens of milliseconds: on a thread
             // of its own that gives way to others' small requests, in turns by caller, not
             // on the event loop that carries other callers' connections.

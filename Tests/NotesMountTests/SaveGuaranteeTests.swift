@@ -25,7 +25,7 @@ struct SaveGuaranteeTests {
             let appended = Shell.run("printf 'line \(round)\\n' >> log.md && kill -TERM \(mount.process.processIdentifier)", in: root)
             #expect(appended.status == 0, "\(appended)")
             expected += "line \(round)\n"
-            #expect(mount.waitForExit(), "the mount did not stop on SIGTERM")
+            #expect(mount.waitForExit(), "round \(round): the mount did not stop within 15 s of SIGTERM; its log ends:\n\(mount.log().suffix(3000))")
             // Then the next mount reads every line
             try mount.start()
             #expect(fileText("\(root)/log.md") == expected, "round \(round):\n\(mount.log().suffix(2000))")

@@ -96,29 +96,39 @@ package struct ChangePage: Sendable {
 }
 
 extension DatabaseChanges {
-    /// The position a database token names, checked against the database's present.
-    package static func since(_ token: String?, current: Int64) throws(NotesError) -> Int64 {
-        let since = try token.map { text throws(NotesError) in try DatabaseChangeToken(parsing: text) }?.seq ?? 0
-        guard since <= current else {
+    /// The token a client sent, checked against the database's present (`nil`: none
+    /// sent). A token of another database (the store moved, or was restored elsewhere)
+    /// or, on a store that counts in transactions, one from past the present (a restored
+    /// backup) has expired: the client lists the changed zones again from no token, and
+    /// its zones' own tokens still hold.
+    package static func since(_ token: String?, current: DatabaseChangeToken) throws(NotesError) -> DatabaseChangeToken? {
+        guard let token else { return nil }
+        let parsed = try DatabaseChangeToken(parsing: token)
+        guard parsed.database == current.database, parsed.end <= current.end || current.database == nil else {
+            throw NotesError(
+                .changeTokenExpired,
+                "This database change token is from another copy of the database; list the changed zones again without a token (each zone's own token still holds).")
+        }
+        guard parsed.seq <= current.seq || current.database != nil else {
             throw NotesError(.invalidArguments, "The change token is not one this server issued; fetch without a token to start over.")
         }
-        return since
+        return parsed
     }
 
     /// The shared scope's changes from the caller's participations grouped by zone
-    /// (their newest membership change and the zone's newest change): a zone still
-    /// visible changed when either moved past `since`; one no longer visible whose
-    /// membership moved is gone for the caller.
-    package static func shared(_ rows: [(zone: ZoneID, membership: Int64, changed: Int64)], visible: Set<ZoneID>, since: Int64, current: Int64) -> DatabaseChanges {
+    /// (whether their membership or the zone changed since the token): a zone still
+    /// visible changed when either did; one no longer visible whose membership changed
+    /// is gone for the caller.
+    package static func shared(_ rows: [(zone: ZoneID, membershipChanged: Bool, zoneChanged: Bool)], visible: Set<ZoneID>, current: DatabaseChangeToken) -> DatabaseChanges {
         var changed: [ZoneID] = []
         var deleted: [ZoneID] = []
         for row in rows {
             if visible.contains(row.zone) {
-                if row.membership > since || row.changed > since { changed.append(row.zone) }
-            } else if row.membership > since {
+                if row.membershipChanged || row.zoneChanged { changed.append(row.zone) }
+            } else if row.membershipChanged {
                 deleted.append(row.zone)
             }
         }
-        return DatabaseChanges(changedZones: changed, deletedZones: deleted, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
+        return DatabaseChanges(changedZones: changed, deletedZones: deleted, changeToken: current.encoded, moreComing: false)
     }
 }

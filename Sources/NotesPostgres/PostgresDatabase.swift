@@ -21,9 +21,9 @@ public final class PostgresDatabase: Sendable {
     /// The pool's connections, taken in turns by account: postgres-nio hands them out
     /// first come, first served, so one account's burst would queue ahead of everyone.
     package let connections: FairGate
-    /// This instance's turn at the change counter, taken by accounts in turns (see
-    /// `PostgresStore.write`).
-    package let writer = FairGate(name: "the database writer", permits: 1)
+    /// This instance's turn at each zone's change counter, taken by accounts in turns
+    /// (see `PostgresStore.write`).
+    package let zoneTurns = PostgresZoneTurns()
 
     /// Most connections this instance opens (PostgreSQL's own default limit is 100, for
     /// all instances together).

@@ -430,6 +430,98 @@ enum PostgresMigrations {
                 ALTER TABLE records ADD COLUMN restore_id TEXT;
                 CREATE INDEX records_by_restore ON records (restore_id) WHERE restore_id IS NOT NULL;
                 """),
+        Migration(
+            version: 10, name: "a change counter per zone",
+            sql: """
+                -- Change numbers count within each zone (`zones.last_seq`, taken with the
+                -- zone's row lock), so writes to different zones never wait for each other.
+                -- Every zone goes on from the database-wide counter, so change tags and zone
+                -- tokens handed out before stay valid: each is at most its zone's number now.
+                ALTER TABLE zones ADD COLUMN last_seq BIGINT NOT NULL DEFAULT 0;
+                UPDATE zones SET last_seq = GREATEST(changed_seq, COALESCE((SELECT value FROM counters WHERE name = 'seq'), 0));
+                -- A new zone's epoch is unique, not ordered: a sequence, which takes no lock.
+                CREATE SEQUENCE zone_epochs;
+                SELECT setval('zone_epochs', COALESCE((SELECT value FROM counters WHERE name = 'seq'), 0) + 1, false);
+
+                -- Database change tokens are positions in transaction order
+                -- (PostgresDatabaseToken): what changed a zone, a membership or deleted a zone
+                -- notes its transaction. Rows from before count as seen by every token.
+                ALTER TABLE zones ADD COLUMN changed_txn BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE zones ALTER COLUMN changed_txn SET DEFAULT pg_current_xact_id()::text::bigint;
+                ALTER TABLE participants ADD COLUMN changed_txn BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE participants ALTER COLUMN changed_txn SET DEFAULT pg_current_xact_id()::text::bigint;
+                CREATE FUNCTION participant_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    NEW.changed_txn := pg_current_xact_id()::text::bigint;
+                    RETURN NEW;
+                END $$;
+                CREATE TRIGGER participants_changed BEFORE UPDATE OF changed_seq ON participants
+                    FOR EACH ROW EXECUTE FUNCTION participant_changed();
+                ALTER TABLE zone_tombstones ADD COLUMN txn BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE zone_tombstones ALTER COLUMN txn SET DEFAULT pg_current_xact_id()::text::bigint;
+
+                -- Tombstones expire by their own time (change numbers no longer follow one
+                -- clock across zones); those from before count from now.
+                ALTER TABLE tombstones ADD COLUMN deleted_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM now());
+                DROP INDEX tombstones_by_age;
+                CREATE INDEX tombstones_by_age ON tombstones (deleted_at);
+                DROP TABLE counter_marks;
+
+                -- Usage per zone, summed per owner when read: a save updates its own zone's
+                -- row, so saves to an owner's different zones do not wait for one row. The
+                -- totals so far stay in the zone '' row; contents note their zone.
+                ALTER TABLE usage ADD COLUMN zone TEXT NOT NULL DEFAULT '';
+                ALTER TABLE usage DROP CONSTRAINT usage_pkey;
+                ALTER TABLE usage ADD PRIMARY KEY (owner, zone);
+                ALTER TABLE contents ADD COLUMN zone TEXT NOT NULL DEFAULT '';
+                CREATE OR REPLACE FUNCTION usage_add_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, zone, bytes)
+                        SELECT owner, zone, SUM(256 + COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)) FROM changed GROUP BY owner, zone
+                    ON CONFLICT (owner, zone) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE OR REPLACE FUNCTION usage_subtract_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, zone, bytes)
+                        SELECT owner, zone, -SUM(256 + COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)) FROM changed GROUP BY owner, zone
+                    ON CONFLICT (owner, zone) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE OR REPLACE FUNCTION usage_update_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, zone, bytes)
+                        SELECT owner, zone, SUM(size) FROM (
+                            SELECT owner, zone, COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0) AS size FROM after
+                            UNION ALL
+                            SELECT owner, zone, -(COALESCE(octet_length(body), 0) + COALESCE(octet_length(bytes), 0)) FROM before) c
+                        GROUP BY owner, zone HAVING SUM(size) <> 0
+                    ON CONFLICT (owner, zone) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE OR REPLACE FUNCTION usage_add_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, zone, bytes)
+                        SELECT owner, zone, SUM(256 + COALESCE(octet_length(body), 0)) FROM changed GROUP BY owner, zone
+                    ON CONFLICT (owner, zone) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE OR REPLACE FUNCTION usage_subtract_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO usage AS u (owner, zone, bytes)
+                        SELECT owner, zone, -SUM(256 + COALESCE(octet_length(body), 0)) FROM changed GROUP BY owner, zone
+                    ON CONFLICT (owner, zone) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    RETURN NULL;
+                END $$;
+                CREATE OR REPLACE FUNCTION usage_of_deleted_content() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NOT EXISTS (SELECT 1 FROM staged_contents WHERE content_id = OLD.id) THEN
+                        INSERT INTO usage AS u (owner, zone, bytes) VALUES (OLD.owner, OLD.zone, -OLD.size)
+                        ON CONFLICT (owner, zone) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes;
+                    END IF;
+                    RETURN NULL;
+                END $$;
+                """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared

@@ -113,7 +113,7 @@ final class PostgresRecordWriter {
         guard let existing else { return true }
         let children = existing.recordType == .folder ? try await children(of: existing.recordName, deleting: deleting) : []
         guard try RecordRules.checkEmptied(existing, children: children, deleting: deleting, savedParents: savedParents) == .now else { return false }
-        pendingDeletes.append((existing.recordName, context.nextSeq()))
+        pendingDeletes.append((existing.recordName, try context.nextSeq()))
         folders[existing.recordName] = nil
         if let rootOf {
             try await flush()
@@ -140,7 +140,7 @@ final class PostgresRecordWriter {
         }
         let ownShare = access.rootShares[save.recordName]
         let newShare = ownShare ?? parentShare
-        let seq = context.nextSeq()
+        let seq = try context.nextSeq()
         let row = PostgresPendingSaves.Row(
             recordName: save.recordName, recordType: save.recordType.rawValue, name: save.name, parent: save.parent ?? "",
             body: contentID == nil ? PostgresRecords.storedText(save.body) : nil, bytes: contentID == nil ? save.bytes : nil,
@@ -210,8 +210,8 @@ final class PostgresRecordWriter {
         if let oldShare {
             try await sql.execute(
                 """
-                INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind)
-                VALUES (\(zone.owner), \(zone.name), \(record.recordName), \(recordSeq), \(oldShare), 'left')
+                INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind, deleted_at)
+                VALUES (\(zone.owner), \(zone.name), \(record.recordName), \(recordSeq), \(oldShare), 'left', \(context.now.storedValue))
                 """)
         }
         guard record.recordType == .folder else { return }
@@ -234,13 +234,13 @@ struct PostgresShareWriter {
     /// change seq so that owners and the new share's participants fetch it, and a
     /// 'left' tombstone so that the old share's participants drop it.
     func setShare(of recordName: String, in zone: ZoneID, from oldShare: String?, to newShare: String?) async throws {
-        let seq = context.nextSeq()
+        let seq = try context.nextSeq(in: zone)
         try await sql.execute("UPDATE records SET share_id = \(newShare), seq = \(seq) WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName)")
         if let oldShare, oldShare != newShare {
             try await sql.execute(
                 """
-                INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind)
-                VALUES (\(zone.owner), \(zone.name), \(recordName), \(seq), \(oldShare), 'left')
+                INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind, deleted_at)
+                VALUES (\(zone.owner), \(zone.name), \(recordName), \(seq), \(oldShare), 'left', \(context.now.storedValue))
                 """)
         }
     }
@@ -249,7 +249,7 @@ struct PostgresShareWriter {
     /// private again. The row stays, marked stopped, so participants' database changes
     /// can report the zone gone.
     func stop(shareID: String, zone: ZoneID) async throws {
-        let seq = context.nextSeq()
+        let seq = try context.nextSeq(in: zone)
         let accounts = try await sql.column(
             """
             SELECT account FROM participants WHERE share_id = \(shareID) AND account IS NOT NULL AND role != 'owner' AND status != 'removed'

@@ -72,24 +72,24 @@ enum PostgresRecords {
             """, as: String.self)
     }
 
-    static func currentSeq(_ sql: SQL) async throws -> Int64 {
-        try await sql.value("SELECT value FROM counters WHERE name = 'seq'", as: Int64.self) ?? 0
-    }
-
-    /// The change counter, the last change number whose tombstones `zone` has lost
-    /// (`TombstoneRetention`) and where the zone's oldest restore under way began
+    /// The zone's last change number, the last change number whose tombstones it has
+    /// lost (`TombstoneRetention`) and where its oldest restore under way began
     /// (`ChangePage.heldAt`), in one round trip.
-    static func currentSeq(_ sql: SQL, prunedIn zone: ZoneID) async throws -> (current: Int64, pruned: Int64, held: Int64?) {
+    static func currentSeq(_ sql: SQL, in zone: ZoneID) async throws -> (current: Int64, pruned: Int64, held: Int64?) {
         guard
             let row = try await sql.row(
                 """
-                SELECT COALESCE((SELECT value FROM counters WHERE name = 'seq'), 0),
-                       COALESCE((SELECT pruned_seq FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)), 0),
-                       (SELECT MIN(since_seq) FROM restores WHERE owner = \(zone.owner) AND zone = \(zone.name))
+                SELECT z.last_seq, z.pruned_seq, (SELECT MIN(since_seq) FROM restores WHERE owner = z.owner AND zone = z.name)
+                FROM zones z WHERE z.owner = \(zone.owner) AND z.name = \(zone.name)
                 """)
         else { return (0, 0, nil) }
         let (current, pruned, held) = try row.decode((Int64, Int64, Int64?).self)
         return (current, pruned, held)
+    }
+
+    /// The zone's last change number (0 when there is no such zone).
+    static func lastSeq(_ sql: SQL, in zone: ZoneID) async throws -> Int64 {
+        try await sql.value("SELECT last_seq FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)", as: Int64.self) ?? 0
     }
 
     /// Zones of others in which the caller has at least one readable, accepted share.
@@ -161,6 +161,6 @@ enum PostgresRecords {
     }
 
     static func usage(_ sql: SQL, of owner: String) async throws -> Int64 {
-        try await sql.value("SELECT bytes FROM usage WHERE owner = \(owner)", as: Int64.self) ?? 0
+        try await sql.value("SELECT COALESCE(SUM(bytes), 0)::bigint FROM usage WHERE owner = \(owner)", as: Int64.self) ?? 0
     }
 }

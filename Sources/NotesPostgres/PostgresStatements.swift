@@ -1,4 +1,5 @@
 public import Foundation
+public import NotesModel
 public import PostgresNIO
 import NotesStoreRules
 
@@ -15,11 +16,46 @@ extension PreparedRows {
     public func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
-/// Takes the change counter for the transaction (see `PostgresStore`).
-public struct LockCounter: PreparedRows {
-    public static let sql = "SELECT value FROM counters WHERE name = 'seq' FOR UPDATE"
-    public init() {}
-    public func makeBindings() -> PostgresBindings { PostgresBindings() }
+/// Takes a zone's change counter for the transaction (see `PostgresStore`): its row
+/// `FOR UPDATE`, after a shared hold on the lock that `Numbering.everyZone` takes
+/// whole (the function in `FROM` runs before the row lock is waited for: a zone writer
+/// never waits for a row while holding out an every-zone writer that waits for it).
+/// Answers the zone's owner, name and last change number; no row when there is no such
+/// zone.
+public struct LockZone: PreparedRows {
+    /// The advisory lock's key: "notes" in ASCII.
+    public static let everyZoneKey: Int64 = 0x6e_6f_74_65_73
+
+    public static let sql = """
+        SELECT z.owner, z.name, z.last_seq FROM pg_advisory_xact_lock_shared(\(everyZoneKey)) AS held, zones z
+        WHERE z.owner = $1 AND z.name = $2 FOR UPDATE OF z
+        """
+    public static let bindingDataTypes: [PostgresDataType] = [.text, .text]
+    let zone: ZoneID
+
+    public init(_ zone: ZoneID) { self.zone = zone }
+
+    public func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(zone.owner)
+        bindings.append(zone.name)
+        return bindings
+    }
+
+    /// The same for the zone of a share, by its ID or its link's token (an active share).
+    static func ofShare(id: String) -> PostgresQuery {
+        """
+        SELECT z.owner, z.name, z.last_seq FROM pg_advisory_xact_lock_shared(\(everyZoneKey)) AS held, zones z JOIN shares s ON s.owner = z.owner AND s.zone = z.name
+        WHERE s.id = \(id) FOR UPDATE OF z
+        """
+    }
+
+    static func ofLink(urlToken: String) -> PostgresQuery {
+        """
+        SELECT z.owner, z.name, z.last_seq FROM pg_advisory_xact_lock_shared(\(everyZoneKey)) AS held, zones z JOIN shares s ON s.owner = z.owner AND s.zone = z.name
+        WHERE s.url_token = \(urlToken) AND NOT s.stopped FOR UPDATE OF z
+        """
+    }
 }
 
 /// What a modify reads before it writes, in one statement: the zone's epoch, its active
@@ -39,7 +75,7 @@ public struct ReadForModify: PreparedRows {
                                                         'permission', p.permission, 'status', p.status, 'seq', p.changed_seq))
                       FROM participants p JOIN shares s ON s.id = p.share_id
                       WHERE $1 AND s.owner = z.owner AND s.zone = z.name AND p.account = $2), '[]')::text,
-            COALESCE((SELECT bytes FROM usage WHERE owner = z.owner), 0),
+            COALESCE((SELECT SUM(bytes) FROM usage WHERE owner = z.owner), 0)::bigint,
             ARRAY(SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
                   WHERE s.owner = z.owner AND s.zone = z.name AND NOT s.stopped AND p.status = 'accepted'
                     AND p.account IS NOT NULL AND p.role != 'owner'),
@@ -119,23 +155,22 @@ public struct InsertRecord: PreparedRows {
     }
 }
 
-/// The last statement of a modify: the counter written back (when numbers were taken),
-/// the zone's change number, the notices sent to the other instances, and the bytes the
-/// zone's owner holds after the write (for the quota check).
+/// The last statement of a modify: the zone's counter written back and its change
+/// marked, the notices sent to the other instances, and the bytes the zone's owner holds
+/// after the write (for the quota check).
 public struct FinishModify: PreparedRows {
     // (Data-modifying WITHs always run; `notified` runs because the query reads it.)
     public static let sql = """
-        WITH counter AS (UPDATE counters SET value = $1 WHERE name = 'seq' AND $2 RETURNING 1),
-             zone AS (UPDATE zones SET changed_seq = $1 WHERE owner = $3 AND name = $4 RETURNING 1),
-             notified AS (SELECT pg_notify($5, payload) FROM unnest($6::text[]) AS payload)
-        SELECT COALESCE((SELECT bytes FROM usage WHERE owner = $3), 0), (SELECT count(*) FROM notified)
+        WITH zone AS (UPDATE zones SET last_seq = $1, changed_seq = $1, changed_txn = pg_current_xact_id()::text::bigint
+                      WHERE owner = $2 AND name = $3 RETURNING 1),
+             notified AS (SELECT pg_notify($4, payload) FROM unnest($5::text[]) AS payload)
+        SELECT COALESCE((SELECT SUM(bytes) FROM usage WHERE owner = $2), 0)::bigint, (SELECT count(*) FROM notified)
         """
-    public static let bindingDataTypes: [PostgresDataType] = [.int8, .bool, .text, .text, .text, .textArray]
-    let seq: Int64, advanced: Bool, owner: String, zone: String, channel: String, payloads: [String]
+    public static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .text, .text, .textArray]
+    let seq: Int64, owner: String, zone: String, channel: String, payloads: [String]
 
-    public init(seq: Int64, advanced: Bool, owner: String, zone: String, channel: String, payloads: [String]) {
+    public init(seq: Int64, owner: String, zone: String, channel: String, payloads: [String]) {
         self.seq = seq
-        self.advanced = advanced
         self.owner = owner
         self.zone = zone
         self.channel = channel
@@ -143,9 +178,8 @@ public struct FinishModify: PreparedRows {
     }
 
     public func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 6)
+        var bindings = PostgresBindings(capacity: 5)
         bindings.append(seq)
-        bindings.append(advanced)
         bindings.append(owner)
         bindings.append(zone)
         bindings.append(channel)
@@ -170,7 +204,7 @@ struct DeleteRecords: PreparedRows {
                              created_seq = EXCLUDED.created_seq, version_seq = EXCLUDED.version_seq, deleted_seq = EXCLUDED.deleted_seq,
                              record_type = EXCLUDED.record_type, name = EXCLUDED.name, parent = EXCLUDED.parent, share_id = EXCLUDED.share_id,
                              size = EXCLUDED.size, deleted_by = EXCLUDED.deleted_by, deleted_at = EXCLUDED.deleted_at)
-        INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind) SELECT owner, zone, record_name, deleted_seq, share_id, 'deleted' FROM gone
+        INSERT INTO tombstones (owner, zone, record_name, seq, share_id, kind, deleted_at) SELECT owner, zone, record_name, deleted_seq, share_id, 'deleted', $6 FROM gone
         """
     static let bindingDataTypes: [PostgresDataType] = [.text, .text, .textArray, .int8Array, .text, .float8]
     let owner: String, zone: String, recordNames: [String], seqs: [Int64], actor: String, now: Double

@@ -9,7 +9,10 @@ extension PostgresStore {
     public func createAccount(name: String, email: String?, isAdmin: Bool) async throws(NotesError) -> Account {
         try Names.validateAccount(name)
         if let email { try Names.validateEmail(email) }
-        return try await write { context in
+        // Invitations waiting for the email are in other accounts' zones, which this
+        // write then numbers: it holds every zone's counter (an invitation made meanwhile
+        // either sees the account or is seen here).
+        return try await write(email == nil ? .none : .everyZone) { context in
             let sql = context.sql
             if try await sql.exists("SELECT 1 FROM accounts WHERE name = \(name)") {
                 throw NotesError(.constraintViolation, "An account named \(name) already exists.")
@@ -19,17 +22,28 @@ extension PostgresStore {
             }
             let account = Account(name: name, email: email, isAdmin: isAdmin, createdAt: context.now)
             try await sql.execute("INSERT INTO accounts (name, email, is_admin, created_at) VALUES (\(name), \(email), \(isAdmin), \(context.now.storedValue))")
-            let epoch = context.nextSeq()
-            try await sql.execute("INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (\(name), \(ZoneID.defaultZoneName), \(epoch), \(epoch))")
+            _ = try await Self.insertZone(sql, ZoneID(owner: name, name: ZoneID.defaultZoneName))
             // Email invitations sent before the account existed now resolve to it.
             if let email {
-                let seq = context.nextSeq()
-                let resolved = try await sql.count(
+                let zones = try await sql.rows(
                     """
-                    UPDATE participants SET account = \(name), changed_seq = \(seq)
-                    WHERE email = \(email) AND account IS NULL AND share_id NOT IN (SELECT share_id FROM participants WHERE account = \(name))
-                    RETURNING 1
-                    """)
+                    SELECT DISTINCT s.owner, s.zone FROM participants p JOIN shares s ON s.id = p.share_id
+                    WHERE p.email = \(email) AND p.account IS NULL
+                    """
+                ).map { row in
+                    let (owner, zone) = try row.decode((String, String).self)
+                    return ZoneID(owner: owner, name: zone)
+                }
+                var resolved = 0
+                for zone in zones where try await context.take(zone) {
+                    resolved += try await sql.count(
+                        """
+                        UPDATE participants p SET account = \(name), changed_seq = \(try context.nextSeq(in: zone))
+                        FROM shares s WHERE s.id = p.share_id AND s.owner = \(zone.owner) AND s.zone = \(zone.name)
+                          AND p.email = \(email) AND p.account IS NULL AND p.share_id NOT IN (SELECT share_id FROM participants WHERE account = \(name))
+                        RETURNING 1
+                        """)
+                }
                 if resolved > 0 {
                     context.notices.insert(ChangeNotice(account: name, scope: .shared, zone: nil))
                 }
@@ -54,7 +68,7 @@ extension PostgresStore {
         if let lifetime { try Limits.validateLifetime(lifetime, field: "expiresIn", allowsZero: false) }
         if let label { try Names.validateLabel(label) }
         let made = TokenSecrets.make()
-        return try await write(sequenced: false) { context in
+        return try await write(.none) { context in
             guard try await context.sql.exists("SELECT 1 FROM accounts WHERE name = \(name)") else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server; create it with `notes account create \(name)`.")
             }
@@ -106,7 +120,7 @@ extension PostgresStore {
     }
 
     public func revokeToken(id: String, owner: String?) async throws(NotesError) -> TokenInfo {
-        try await write(sequenced: false) { context in
+        try await write(.none) { context in
             let row = try await context.sql.row(
                 "DELETE FROM tokens WHERE id = \(id) AND (\(owner)::TEXT IS NULL OR account = \(owner)) RETURNING id, account, label, created_at, expires_at")
             // Someone else's token reads as no token at all: ids are not to be probed.
@@ -120,7 +134,7 @@ extension PostgresStore {
     }
 
     public func setAccountDisabled(_ name: String, _ disabled: Bool) async throws(NotesError) -> Account {
-        try await write(sequenced: false) { context in
+        try await write(.none) { context in
             let row = try await context.sql.row(
                 """
                 UPDATE accounts SET disabled_at = CASE WHEN \(disabled) THEN COALESCE(disabled_at, \(context.now.storedValue)) ELSE NULL END
@@ -142,7 +156,8 @@ extension PostgresStore {
     }
 
     public func deleteAccount(_ name: String) async throws(NotesError) -> API.AccountDeleted {
-        try await write { context in
+        // Its shares stop and it leaves others' shares: changes in many zones.
+        try await write(.everyZone) { context in
             let sql = context.sql
             guard try await sql.exists("SELECT 1 FROM accounts WHERE name = \(name) FOR UPDATE") else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server.")
@@ -152,7 +167,7 @@ extension PostgresStore {
             let records = try await sql.value("SELECT COUNT(*) FROM records WHERE owner = \(name)", as: Int64.self) ?? 0
             var stopped = 0
             let writer = PostgresShareWriter(context: context)
-            for zone in zones.map({ ZoneID(owner: name, name: $0) }) {
+            for zone in zones.map({ ZoneID(owner: name, name: $0) }) where try await context.take(zone) {
                 for shareID in try await sql.column("SELECT id FROM shares WHERE owner = \(zone.owner) AND zone = \(zone.name) AND NOT stopped", as: String.self) {
                     try await writer.stop(shareID: shareID, zone: zone)
                     stopped += 1
@@ -172,11 +187,14 @@ extension PostgresStore {
                 GROUP BY s.owner, s.zone
                 """
             ).map { row in try row.decode((String, String, Int64).self) }
-            try await sql.execute(
-                """
-                UPDATE participants SET status = 'removed', changed_seq = \(context.nextSeq())
-                WHERE account = \(name) AND role != 'owner' AND status != 'removed'
-                """)
+            for (owner, zone, _) in joined where try await context.take(ZoneID(owner: owner, name: zone)) {
+                try await sql.execute(
+                    """
+                    UPDATE participants p SET status = 'removed', changed_seq = \(try context.nextSeq(in: ZoneID(owner: owner, name: zone)))
+                    FROM shares s WHERE s.id = p.share_id AND s.owner = \(owner) AND s.zone = \(zone)
+                      AND p.account = \(name) AND p.role != 'owner' AND p.status != 'removed'
+                    """)
+            }
             for (owner, zone, _) in joined { context.notices.insert(ChangeNotice(account: owner, scope: .private, zone: ZoneID(owner: owner, name: zone))) }
             try await sql.execute("DELETE FROM usage WHERE owner = \(name)")
             // (its tokens go with it: ON DELETE CASCADE)

@@ -4,7 +4,7 @@ import NotesStoreRules
 import PostgresNIO
 
 /// Large contents written apart from the modify that uses them (`SeparateContents`):
-/// in transactions of their own that take no number, so the counter's lock is held
+/// in transactions of their own that take no number, so the zone's counter is held
 /// only for the modify's own, short transaction.
 extension PostgresStore {
     /// How long a content written apart may wait for its modify before the retention
@@ -22,15 +22,15 @@ extension PostgresStore {
         var written: [String: Int64] = [:]
         do {
             for group in groups {
-                let ids: [(String, Int64)] = try await write(sequenced: false) { context in
+                let ids: [(String, Int64)] = try await write(.none) { context in
                     var ids: [(String, Int64)] = []
                     for index in group {
                         let save = saves[index]
                         let id = try await context.sql.value(
                             """
                             WITH content AS (
-                                INSERT INTO contents (owner, body, bytes, size)
-                                VALUES (\(zone.owner), \(PostgresRecords.storedText(save.body)), \(save.bytes), \(Int64(save.contentSize))) RETURNING id)
+                                INSERT INTO contents (owner, zone, body, bytes, size)
+                                VALUES (\(zone.owner), \(zone.name), \(PostgresRecords.storedText(save.body)), \(save.bytes), \(Int64(save.contentSize))) RETURNING id)
                             INSERT INTO staged_contents (content_id, staged_at) SELECT id, \(context.now.storedValue) FROM content RETURNING content_id
                             """, as: Int64.self)
                         guard let id else { throw NotesError(.internalError, "A content was written without an id.") }
@@ -47,24 +47,24 @@ extension PostgresStore {
         return written
     }
 
-    /// Inside the modify's transaction: its contents are in use, and count toward
-    /// `owner`'s storage (`bytes`), from now on. Throws if one of them is gone (deleted as
-    /// abandoned), changing nothing.
-    static func takeWrittenApart(_ sql: SQL, _ ids: [Int64], charging bytes: Int64, to owner: String) async throws {
+    /// Inside the modify's transaction: its contents are in use, and count toward the
+    /// storage of `zone`'s owner (`bytes`), from now on. Throws if one of them is gone
+    /// (deleted as abandoned), changing nothing.
+    static func takeWrittenApart(_ sql: SQL, _ ids: [Int64], charging bytes: Int64, to zone: ZoneID) async throws {
         guard !ids.isEmpty else { return }
         let taken = try await sql.count("DELETE FROM staged_contents WHERE content_id = ANY(\(ids)) RETURNING 1")
         guard taken == ids.count else {
             throw NotesError(.serviceUnavailable, "The server dropped this request's contents while it waited; send it again.")
         }
         try await sql.execute(
-            "INSERT INTO usage AS u (owner, bytes) VALUES (\(owner), \(bytes)) ON CONFLICT (owner) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes")
+            "INSERT INTO usage AS u (owner, zone, bytes) VALUES (\(zone.owner), \(zone.name), \(bytes)) ON CONFLICT (owner, zone) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes")
     }
 
     /// Deletes contents written for a modify that did not commit.
     func dropWrittenApart(_ ids: [Int64]) async {
         guard !ids.isEmpty else { return }
         do {
-            try await write(sequenced: false) { context in try await Self.drop(context.sql, .these(ids)) }
+            try await write(.none) { context in try await Self.drop(context.sql, .these(ids)) }
         } catch {
             logger.warning("contents of a failed modify stay until the retention pass", metadata: ["error": "\(error)"])
         }
@@ -74,7 +74,7 @@ extension PostgresStore {
     /// retention pass.
     func dropAbandonedContents() async throws(NotesError) {
         let before = clock().storedValue - Self.abandonedContentSeconds
-        try await write(sequenced: false) { context in try await Self.drop(context.sql, .stagedBefore(before)) }
+        try await write(.none) { context in try await Self.drop(context.sql, .stagedBefore(before)) }
     }
 
     /// Deletes staged contents and their staging rows: the contents first, while still

@@ -14,27 +14,37 @@ extension PostgresStore {
             }
             let zones = try await context.sql.value("SELECT COUNT(*) FROM zones WHERE owner = \(zone.owner)", as: Int64.self) ?? 0
             try self.storage.checkCount(.zones, has: Int(zones), owner: zone.owner, actor: actor)
-            let epoch = context.nextSeq()
-            try await context.sql.execute("INSERT INTO zones (owner, name, epoch, changed_seq) VALUES (\(zone.owner), \(zone.name), \(epoch), \(epoch))")
+            let epoch = try await Self.insertZone(context.sql, zone)
             context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))
             return Zone(id: zone, changeToken: ZoneChangeToken(epoch: epoch, seq: epoch, membership: 0).encoded)
         }
     }
 
+    /// Makes a zone's row: a new epoch (unique, so tokens of a zone of the same name
+    /// made before are refused), from which its change numbers count.
+    static func insertZone(_ sql: SQL, _ zone: ZoneID) async throws -> Int64 {
+        let epoch = try await sql.value(
+            """
+            INSERT INTO zones (owner, name, epoch, changed_seq, last_seq)
+            SELECT \(zone.owner), \(zone.name), e, e, e FROM nextval('zone_epochs') AS e RETURNING epoch
+            """, as: Int64.self)
+        guard let epoch else { throw NotesError(.internalError, "A zone was made without an epoch.") }
+        return epoch
+    }
+
     public func zones(scope: DatabaseScope, actor: String) async throws(NotesError) -> [Zone] {
         try await read { sql in
-            let seq = try await PostgresRecords.currentSeq(sql)
             switch scope {
             case .private:
-                return try await sql.rows("SELECT name, epoch FROM zones WHERE owner = \(actor) ORDER BY name COLLATE \"C\"").map { row in
-                    let (name, epoch) = try row.decode((String, Int64).self)
+                return try await sql.rows("SELECT name, epoch, last_seq FROM zones WHERE owner = \(actor) ORDER BY name COLLATE \"C\"").map { row in
+                    let (name, epoch, seq) = try row.decode((String, Int64, Int64).self)
                     return Zone(id: ZoneID(owner: actor, name: name), changeToken: ZoneChangeToken(epoch: epoch, seq: seq, membership: 0).encoded)
                 }
             case .shared:
                 var zones: [Zone] = []
                 for zone in try await PostgresRecords.sharedZoneIDs(sql, actor: actor) {
                     let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
-                    zones.append(access.sharedZone(at: seq))
+                    zones.append(access.sharedZone(at: try await PostgresRecords.lastSeq(sql, in: zone)))
                 }
                 return zones
             }
@@ -43,7 +53,7 @@ extension PostgresStore {
 
     public func deleteZone(_ zone: ZoneID, actor: String) async throws(NotesError) {
         try ZoneAccess.checkDelete(zone, actor: actor)
-        try await write { context in
+        try await write(.zone(zone)) { context in
             let sql = context.sql
             let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
             let shares = PostgresShareWriter(context: context)
@@ -55,7 +65,7 @@ extension PostgresStore {
             try await sql.execute("DELETE FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name)")
             try await sql.execute("DELETE FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name)")
             try await sql.execute("DELETE FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)")
-            try await sql.execute("INSERT INTO zone_tombstones (owner, name, seq) VALUES (\(zone.owner), \(zone.name), \(context.nextSeq()))")
+            try await sql.execute("INSERT INTO zone_tombstones (owner, name, seq) VALUES (\(zone.owner), \(zone.name), \(try context.nextSeq()))")
             context.notices.insert(ChangeNotice(account: actor, scope: .private, zone: nil))
         }
     }
@@ -97,8 +107,8 @@ extension PostgresStore {
         _ request: ModifyRequest, saves: [RecordSave], actor: String, restoring: [RestoredRecord], restore: String?,
         apart: [String: Int64], apartBytes: Int64, oneAtATime: Bool = false
     ) async throws(NotesError) -> ModifyResult {
-        try await write { context in
-            try await Self.takeWrittenApart(context.sql, Array(apart.values), charging: apartBytes, to: request.zone.owner)
+        try await write(.zone(request.zone)) { context in
+            try await Self.takeWrittenApart(context.sql, Array(apart.values), charging: apartBytes, to: request.zone)
             let owner = request.zone.owner
             let names = Set(request.deletes.map(\.recordName) + saves.map(\.recordName) + saves.compactMap(\.parent))
             let (access, usage, participants, found) = try await PostgresRecords.accessAndUsage(
@@ -126,7 +136,7 @@ extension PostgresStore {
             } catch {
                 throw run.failure(convert(error))
             }
-            // The zone's change number goes with the counter in the last statement, which
+            // The zone's counter is written back in the last statement, which
             // also reads the usage after the write for the quota check.
             context.zoneChangedAtFinish(request.zone, participants: participants)
             let storage = storage
@@ -176,7 +186,7 @@ extension PostgresStore {
 
     static func startPage(_ sql: SQL, _ zone: ZoneID, since parsed: ZoneChangeToken?, limit: Int, actor: String) async throws -> PageStart {
         let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
-        let (current, pruned, held) = try await PostgresRecords.currentSeq(sql, prunedIn: zone)
+        let (current, pruned, held) = try await PostgresRecords.currentSeq(sql, in: zone)
         let page = try ChangePage(access: access, since: parsed, limit: limit, current: current, prunedThrough: pruned, heldAt: held)
         let (recordFilter, tombstoneFilter) = changeFilters(zone, access: access, since: page.since, through: page.current)
         let sizes = try await sql.column(
@@ -189,36 +199,72 @@ extension PostgresStore {
         return PageStart(page: page, recordFilter: recordFilter, count: count, cutShort: cutShort, tombstones: tombstones)
     }
 
+    /// A zone, a membership or a deleted zone carries the transaction that changed it
+    /// (`changed_txn`, `txn`), and the token is the snapshot of the client's last read
+    /// (`databasePosition`): what changed is what that snapshot did not see.
     public func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges {
         try await read { sql in
-            let current = try await PostgresRecords.currentSeq(sql)
+            let current = try await databasePosition(sql)
             let since = try DatabaseChanges.since(token, current: current)
+            // Not visible in the token's snapshot: begun after it, or running then.
+            let end = since?.end ?? 0
+            let running = since?.running ?? []
             switch scope {
             case .private:
                 let changed = try await sql.column(
-                    "SELECT name FROM zones WHERE owner = \(actor) AND changed_seq > \(since) ORDER BY name COLLATE \"C\"", as: String.self)
+                    """
+                    SELECT name FROM zones WHERE owner = \(actor) AND (changed_txn >= \(end) OR changed_txn = ANY(\(running)))
+                    ORDER BY name COLLATE "C"
+                    """, as: String.self)
                 let deleted = try await sql.column(
                     """
-                    SELECT DISTINCT name FROM zone_tombstones WHERE owner = \(actor) AND seq > \(since) AND name NOT IN (SELECT name FROM zones WHERE owner = \(actor))
+                    SELECT DISTINCT name FROM zone_tombstones WHERE owner = \(actor) AND (txn >= \(end) OR txn = ANY(\(running)))
+                      AND name NOT IN (SELECT name FROM zones WHERE owner = \(actor))
                     """, as: String.self)
                 return DatabaseChanges(
                     changedZones: changed.map { ZoneID(owner: actor, name: $0) },
-                    deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
+                    deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: current.encoded, moreComing: false)
             case .shared:
                 let visible = Set(try await PostgresRecords.sharedZoneIDs(sql, actor: actor))
                 let rows = try await sql.rows(
                     """
-                    SELECT s.owner, s.zone, MAX(p.changed_seq), MAX(COALESCE(z.changed_seq, 0))
+                    SELECT s.owner, s.zone, bool_or(p.changed_txn >= \(end) OR p.changed_txn = ANY(\(running))),
+                           bool_or(COALESCE(z.changed_txn >= \(end) OR z.changed_txn = ANY(\(running)), FALSE))
                     FROM participants p JOIN shares s ON s.id = p.share_id LEFT JOIN zones z ON z.owner = s.owner AND z.name = s.zone
                     WHERE p.account = \(actor) AND p.role != 'owner' GROUP BY s.owner, s.zone
                     """
                 ).map { row in
-                    let (owner, name, membership, changed) = try row.decode((String, String, Int64, Int64).self)
-                    return (zone: ZoneID(owner: owner, name: name), membership: membership, changed: changed)
+                    let (owner, name, membership, changed) = try row.decode((String, String, Bool, Bool).self)
+                    return (zone: ZoneID(owner: owner, name: name), membershipChanged: membership, zoneChanged: changed)
                 }
-                return DatabaseChanges.shared(rows, visible: visible, since: since, current: current)
+                return DatabaseChanges.shared(rows, visible: visible, current: current)
             }
         }
+    }
+
+    /// The read's snapshot, in transaction IDs (`DatabaseChangeToken`): a change
+    /// committed by a transaction it does not see is one the next read reports, whatever
+    /// the order in which concurrent writers of different zones commit (the same
+    /// snapshot functions delimit PgQ's batches).
+    func databasePosition(_ sql: SQL) async throws -> DatabaseChangeToken {
+        let known = clusterID.withLock { $0 }
+        let row = try await sql.row(
+            known == nil
+                ? """
+                SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint,
+                       ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) AS x ORDER BY 1), (SELECT system_identifier::text FROM pg_control_system())
+                FROM pg_current_snapshot() AS s
+                """
+                : """
+                SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint,
+                       ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) AS x ORDER BY 1), NULL::text
+                FROM pg_current_snapshot() AS s
+                """)
+        guard let row else { throw NotesError(.internalError, "The database did not say where its transactions stand.") }
+        let (xmin, xmax, running, read) = try row.decode((Int64, Int64, [Int64], String?).self)
+        let cluster = known ?? read ?? ""
+        if known == nil { clusterID.withLock { $0 = cluster } }
+        return DatabaseChangeToken(database: cluster, seq: xmin, end: xmax, running: running)
     }
 
     public func versions(of recordName: String, in zone: ZoneID, actor: String, limit: Int, before: String?) async throws(NotesError) -> API.Versions {

@@ -6,22 +6,22 @@ import PostgresNIO
 /// that hides their records and holds the zone's change pages until the last turn.
 extension PostgresStore {
     public func beginRestore(_ id: String, in zone: ZoneID, actor: String) async throws(NotesError) {
-        try await write { context in
+        try await write(.zone(zone)) { context in
             _ = try await PostgresRecords.access(context.sql, zone: zone, actor: actor)
-            // Under the counter's lock: every change of the restore comes after `seq`.
+            // Holding the zone's counter: every change of the restore comes after this.
             try await context.sql.execute(
                 """
-                INSERT INTO restores (id, owner, zone, since_seq, started_at) VALUES (\(id), \(zone.owner), \(zone.name), \(context.seq), \(context.now.storedValue))
+                INSERT INTO restores (id, owner, zone, since_seq, started_at) VALUES (\(id), \(zone.owner), \(zone.name), \(try context.lastSeq(in: zone)), \(context.now.storedValue))
                 """)
         }
     }
 
     public func finishRestore(_ id: String, in zone: ZoneID) async throws(NotesError) {
-        try await write { context in
+        try await write(.zone(zone)) { context in
             try await context.sql.execute("DELETE FROM restores WHERE id = \(id)")
             // A change of its own: the zone's pages move past the restore, and the
             // database's change token and every client's notice say the zone changed.
-            _ = context.nextSeq()
+            _ = try context.nextSeq()
             try await context.zoneChanged(zone)
         }
     }

@@ -6,7 +6,7 @@ import PostgresNIO
 extension PostgresStore {
     public func createShare(_ request: NewShare, actor: String) async throws(NotesError) -> Share {
         try ShareRules.checkRequest(request, actor: actor)
-        return try await write { context in
+        return try await write(.zone(request.zone)) { context in
             let sql = context.sql
             let zone = request.zone
             let access = try await PostgresRecords.access(sql, zone: zone, actor: actor)
@@ -24,7 +24,7 @@ extension PostgresStore {
                 members = try await sql.column("SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name)", as: String.self)
             }
             let shareID = "sh_" + SecureRandom.hex(bytes: 12)
-            let seq = context.nextSeq()
+            let seq = try context.nextSeq()
             try await sql.execute(
                 """
                 INSERT INTO shares (id, owner, zone, root_record, title, public_permission, url_token, created_at)
@@ -82,7 +82,7 @@ extension PostgresStore {
         if let title = update.title { try ShareRules.validateTitle(title) }
         try update.validate()
         let password = try await LinkPasswords.newPassword(of: update)
-        return try await write { context in
+        return try await write(.zoneOfShare(id: id)) { context in
             let sql = context.sql
             let share = try await Self.ownedShare(sql, id: id, actor: actor)
             if let title = update.title {
@@ -91,7 +91,7 @@ extension PostgresStore {
             if let permission = update.publicPermission, permission != share.publicPermission {
                 try await sql.execute("UPDATE shares SET public_permission = \(permission.rawValue) WHERE id = \(id)")
                 // Public users' access follows the public permission: expire their tokens.
-                let seq = context.nextSeq()
+                let seq = try context.nextSeq()
                 for participant in share.participants where participant.role == .publicUser && participant.status == .accepted {
                     guard let name = participant.name else { continue }
                     try await sql.execute("UPDATE participants SET changed_seq = \(seq) WHERE share_id = \(id) AND account = \(name)")
@@ -117,7 +117,7 @@ extension PostgresStore {
     }
 
     public func addParticipants(shareID: String, _ invitees: [Invitee], actor: String) async throws(NotesError) -> Share {
-        try await write { context in
+        try await write(.zoneOfShare(id: shareID)) { context in
             _ = try await Self.ownedShare(context.sql, id: shareID, actor: actor)
             try await Self.invite(invitees, to: shareID, owner: actor, context: context)
             return try await Self.loadShare(context.sql, id: shareID)
@@ -125,13 +125,13 @@ extension PostgresStore {
     }
 
     public func removeParticipant(shareID: String, name: String, actor: String) async throws(NotesError) -> Share {
-        try await write { context in
+        try await write(.zoneOfShare(id: shareID)) { context in
             let sql = context.sql
             let share = try await Self.ownedShare(sql, id: shareID, actor: actor)
             let participant = try ShareRules.participantToRemove(share, name: name, actor: actor)
             try await sql.execute(
                 """
-                UPDATE participants SET status = 'removed', changed_seq = \(context.nextSeq())
+                UPDATE participants SET status = 'removed', changed_seq = \(try context.nextSeq())
                 WHERE share_id = \(shareID) AND (account = \(name) OR (account IS NULL AND email = \(name)))
                 """)
             if let account = participant.name {
@@ -144,7 +144,7 @@ extension PostgresStore {
 
     public func acceptShare(urlToken: String, password: String?, actor: String, client: String?) async throws(NotesError) -> Share {
         let verified = try await PasswordAttempts.verify(password, urlToken: urlToken, actor: actor, client: client, store: self)
-        return try await write { context in
+        return try await write(.zoneOfLink(urlToken: urlToken)) { context in
             let sql = context.sql
             guard let link = try await sql.row("SELECT id, public_expires_at, password_salt, password_hash FROM shares WHERE url_token = \(urlToken) AND NOT stopped") else {
                 throw ShareRules.unknownLink
@@ -152,7 +152,7 @@ extension PostgresStore {
             let (id, expiresAt, salt, hash) = try link.decode((String, Double?, Data?, Data?).self)
             let share = try await Self.loadShare(sql, id: id)
             let email = try await sql.value("SELECT email FROM accounts WHERE name = \(actor)", as: String?.self) ?? nil
-            let seq = context.nextSeq()
+            let seq = try context.nextSeq()
             let mine = ShareRules.participant(in: share, actor: actor, email: email)
             switch try ShareRules.acceptance(
                 share, actor: actor, mine: mine, now: clock(), expiresAt: expiresAt, passwordHash: salt == nil ? nil : hash,
@@ -232,7 +232,7 @@ extension PostgresStore {
         guard !views.isEmpty else { return }
         let tokens = Array(views.keys)
         let counts = tokens.map { Int64(views[$0] ?? 0) }
-        try await write(sequenced: false) { context in
+        try await write(.none) { context in
             try await context.sql.execute(
                 """
                 UPDATE shares SET public_views = public_views + v.count
@@ -242,17 +242,17 @@ extension PostgresStore {
     }
 
     public func leaveShare(id: String, actor: String) async throws(NotesError) {
-        try await write { context in
+        try await write(.zoneOfShare(id: id)) { context in
             let share = try await Self.loadShare(context.sql, id: id)
             try ShareRules.checkLeave(share, actor: actor)
-            try await context.sql.execute("UPDATE participants SET status = 'removed', changed_seq = \(context.nextSeq()) WHERE share_id = \(id) AND account = \(actor)")
+            try await context.sql.execute("UPDATE participants SET status = 'removed', changed_seq = \(try context.nextSeq()) WHERE share_id = \(id) AND account = \(actor)")
             context.notices.insert(ChangeNotice(account: actor, scope: .shared, zone: nil))
             context.notices.insert(ChangeNotice(account: share.owner, scope: .private, zone: share.zone))
         }
     }
 
     public func stopShare(id: String, actor: String) async throws(NotesError) {
-        try await write { context in
+        try await write(.zoneOfShare(id: id)) { context in
             let share = try await Self.ownedShare(context.sql, id: id, actor: actor)
             try await PostgresShareWriter(context: context).stop(shareID: id, zone: share.zone)
             try await context.zoneChanged(share.zone)
@@ -323,7 +323,7 @@ extension PostgresStore {
                 throw ShareRules.inviteeNeedsNameOrEmail
             }
             try ShareRules.checkInvitee(account: account, owner: owner)
-            let seq = context.nextSeq()
+            let seq = try context.nextSeq()
             let status =
                 account != nil
                 ? try await sql.value("SELECT status FROM participants WHERE share_id = \(shareID) AND account = \(account)", as: String.self)

@@ -19,54 +19,61 @@ extension PostgresStore {
         let oldest = retention.expiring(at: now).storedValue
         try await dropAbandonedContents()
         var removed = 0
-        var after: (owner: String, zone: String, recordName: String, createdSeq: Int64)?
-        repeat {
-            let start = after
-            // (Under the counter's lock as every write of zone data: it then never waits
-            // for a modify holding the rows it deletes while that waits for it.)
-            let (count, last) = try await write { context in
-                let sql = context.sql
-                // Records with at least one version past the all-kept period, in key order.
-                let query: PostgresQuery
-                if let start {
-                    query = """
-                        SELECT DISTINCT owner, zone, record_name, created_seq FROM versions
-                        WHERE modified_at < \(oldest) AND (owner, zone, record_name, created_seq) > (\(start.owner), \(start.zone), \(start.recordName), \(start.createdSeq))
-                        ORDER BY owner, zone, record_name, created_seq LIMIT \(maxRecords)
+        // A zone at a time, holding its counter as every write of zone data does: it then
+        // never waits for a modify holding the rows it deletes while that waits for it.
+        var zonesDone = (owner: "", zone: "")
+        while let next = try await read({ sql in
+            try await sql.row(
+                """
+                SELECT owner, zone FROM versions WHERE modified_at < \(oldest) AND (owner, zone) > (\(zonesDone.owner), \(zonesDone.zone))
+                ORDER BY owner, zone LIMIT 1
+                """
+            ).map { try $0.decode((String, String).self) }
+        }) {
+            let zone = ZoneID(owner: next.0, name: next.1)
+            var after = (recordName: "", createdSeq: Int64.min)
+            while true {
+                let start = after
+                let (count, last) = try await write(.zone(zone)) { context in
+                    let sql = context.sql
+                    // Records of the zone with at least one version past the all-kept period, in key order.
+                    let keys = try await sql.rows(
                         """
-                } else {
-                    query = """
-                        SELECT DISTINCT owner, zone, record_name, created_seq FROM versions
-                        WHERE modified_at < \(oldest) ORDER BY owner, zone, record_name, created_seq LIMIT \(maxRecords)
+                        SELECT DISTINCT record_name, created_seq FROM versions
+                        WHERE owner = \(zone.owner) AND zone = \(zone.name) AND modified_at < \(oldest)
+                          AND (record_name, created_seq) > (\(start.recordName), \(start.createdSeq))
+                        ORDER BY record_name, created_seq LIMIT \(maxRecords)
                         """
-                }
-                let keys = try await sql.rows(query).map { row in
-                    let (owner, zone, recordName, createdSeq) = try row.decode((String, String, String, Int64).self)
-                    return (owner: owner, zone: zone, recordName: recordName, createdSeq: createdSeq)
-                }
-                var count = 0
-                for key in keys {
-                    let versions = try await sql.rows(
-                        """
-                        SELECT seq, modified_at FROM versions
-                        WHERE owner = \(key.owner) AND zone = \(key.zone) AND record_name = \(key.recordName) AND created_seq = \(key.createdSeq)
-                        """
-                    ).map { try $0.decode((Int64, Double).self) }
-                    let expired = retention.expired(versions.map { Date(stored: $0.1) }, now: now).map { versions[$0].0 }
-                    if !expired.isEmpty {
-                        try await sql.execute(
-                            """
-                            DELETE FROM versions
-                            WHERE owner = \(key.owner) AND zone = \(key.zone) AND record_name = \(key.recordName) AND created_seq = \(key.createdSeq) AND seq = ANY(\(expired))
-                            """)
+                    ).map { row in
+                        let (recordName, createdSeq) = try row.decode((String, Int64).self)
+                        return (recordName: recordName, createdSeq: createdSeq)
                     }
-                    count += expired.count
+                    var count = 0
+                    for key in keys {
+                        let versions = try await sql.rows(
+                            """
+                            SELECT seq, modified_at FROM versions
+                            WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(key.recordName) AND created_seq = \(key.createdSeq)
+                            """
+                        ).map { try $0.decode((Int64, Double).self) }
+                        let expired = retention.expired(versions.map { Date(stored: $0.1) }, now: now).map { versions[$0].0 }
+                        if !expired.isEmpty {
+                            try await sql.execute(
+                                """
+                                DELETE FROM versions
+                                WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(key.recordName) AND created_seq = \(key.createdSeq) AND seq = ANY(\(expired))
+                                """)
+                        }
+                        count += expired.count
+                    }
+                    return (count, keys.count == maxRecords ? keys.last : nil)
                 }
-                return (count, keys.count == maxRecords ? keys.last : nil)
+                removed += count
+                guard let last else { break }
+                after = last
             }
-            removed += count
-            after = last
-        } while after != nil
+            zonesDone = (zone.owner, zone.name)
+        }
         if removed > 0 { logger.info("version retention", metadata: ["removed": "\(removed)"]) }
         return removed
     }
@@ -85,7 +92,7 @@ extension PostgresStore: LinkPasswordStore {
     }
 
     package func reservePasswordGuess(_ keys: [(key: String, limit: Int)]) async throws(NotesError) -> PasswordAttempts.Admission {
-        try await write(sequenced: false) { context in
+        try await write(.none) { context in
             let sql = context.sql
             let now = context.now.storedValue
             let names = keys.map(\.key)
@@ -107,50 +114,42 @@ extension PostgresStore: LinkPasswordStore {
     }
 
     package func releasePasswordGuess(_ keys: [String]) async throws(NotesError) {
-        try await write(sequenced: false) { context in
+        try await write(.none) { context in
             try await context.sql.execute("UPDATE password_attempts SET failures = GREATEST(failures - 1, 0) WHERE key = ANY(\(keys))")
         }
     }
 }
 
 extension PostgresStore {
-    /// Marks the change counter with the store's clock, then deletes the tombstones at or
-    /// before the newest mark that is `TombstoneRetention.keptSeconds` old, a thousand
-    /// per transaction; each zone keeps the last change number it lost (`pruned_seq`), so
-    /// that a token from before it is told to start over. Returns how many went.
+    /// Deletes the tombstones older than `TombstoneRetention.keptSeconds`, a zone and a
+    /// thousand at a time (holding the zone's counter); each zone keeps the last change
+    /// number it lost (`pruned_seq`), so that a token from before it is told to start
+    /// over. Returns how many went.
     @discardableResult
     public func pruneTombstones() async throws(NotesError) -> Int {
-        let now = clock()
-        let horizon = TombstoneRetention.horizon(now)
-        let through: Int64? = try await write { context in
-            let sql = context.sql
-            try await sql.execute("INSERT INTO counter_marks (at, seq) VALUES (\(now.storedValue), \(context.seq))")
-            let through = try await sql.value("SELECT MAX(seq) FROM counter_marks WHERE at <= \(horizon)", as: Int64?.self) ?? nil
-            // (The newest mark past the horizon stays: it is the next pass's bound.)
-            try await sql.execute("DELETE FROM counter_marks WHERE at < (SELECT MAX(at) FROM counter_marks WHERE at <= \(horizon))")
-            return through
-        }
-        guard let through else { return 0 }
+        let horizon = TombstoneRetention.horizon(clock())
         var removed = 0
-        while true {
-            // (Under the counter's lock, as every write of zone data.)
-            let count: Int = try await write { context in
+        while let next = try await read({ sql in
+            try await sql.row("SELECT owner, zone FROM tombstones WHERE deleted_at <= \(horizon) LIMIT 1").map { try $0.decode((String, String).self) }
+        }) {
+            let zone = ZoneID(owner: next.0, name: next.1)
+            let count: Int = try await write(.zone(zone)) { context in
                 let rows = try await context.sql.rows(
                     """
                     WITH gone AS (
                         DELETE FROM tombstones WHERE ctid IN (
-                            SELECT ctid FROM tombstones WHERE seq <= \(through) ORDER BY seq LIMIT \(TombstoneRetention.rowsPerTransaction))
-                        RETURNING owner, zone, seq),
-                    lost AS (SELECT owner, zone, MAX(seq) AS seq, COUNT(*) AS n FROM gone GROUP BY owner, zone),
+                            SELECT ctid FROM tombstones WHERE owner = \(zone.owner) AND zone = \(zone.name) AND deleted_at <= \(horizon)
+                            LIMIT \(TombstoneRetention.rowsPerTransaction))
+                        RETURNING seq),
                     marked AS (
-                        UPDATE zones z SET pruned_seq = GREATEST(z.pruned_seq, lost.seq) FROM lost
-                        WHERE z.owner = lost.owner AND z.name = lost.zone RETURNING 1)
-                    SELECT COALESCE(SUM(n), 0)::BIGINT FROM lost
+                        UPDATE zones z SET pruned_seq = GREATEST(z.pruned_seq, (SELECT MAX(seq) FROM gone))
+                        WHERE z.owner = \(zone.owner) AND z.name = \(zone.name) AND EXISTS (SELECT 1 FROM gone) RETURNING 1)
+                    SELECT COUNT(*)::BIGINT FROM gone
                     """)
                 return Int(try rows.first?.decode(Int64.self) ?? 0)
             }
             removed += count
-            if count < TombstoneRetention.rowsPerTransaction { break }
+            if count == 0 { break }
         }
         if removed > 0 { logger.info("tombstone retention", metadata: ["removed": "\(removed)"]) }
         return removed

@@ -52,29 +52,33 @@ extension PostgresStore {
     public func purgeTrash(maxRecords: Int = 200) async throws(NotesError) -> Int {
         let cutoff = storage.trashExpiring(at: clock()).storedValue
         var removed = 0
-        while true {
-            // (Under the counter's lock, as `pruneVersions`: the usage rows its deletes
-            // update are the ones a modify updates.)
-            let count = try await write { context in
+        // A zone at a time, holding its counter (as `pruneVersions`: the usage rows its
+        // deletes update are the ones a modify updates).
+        while let next = try await read({ sql in
+            try await sql.row("SELECT owner, zone FROM trash WHERE deleted_at < \(cutoff) ORDER BY deleted_at LIMIT 1").map { try $0.decode((String, String).self) }
+        }) {
+            let zone = ZoneID(owner: next.0, name: next.1)
+            let count = try await write(.zone(zone)) { context in
                 let sql = context.sql
                 let rows = try await sql.rows(
                     """
-                    SELECT owner, zone, record_name, created_seq FROM trash WHERE deleted_at < \(cutoff) ORDER BY deleted_at LIMIT \(maxRecords)
+                    SELECT record_name, created_seq FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name) AND deleted_at < \(cutoff)
+                    ORDER BY deleted_at LIMIT \(maxRecords)
                     """
-                ).map { try $0.decode((String, String, String, Int64).self) }
-                for (owner, zone, name, createdSeq) in rows {
+                ).map { try $0.decode((String, Int64).self) }
+                for (name, createdSeq) in rows {
                     // The history goes with it, unless the same record lives again.
                     try await sql.execute(
                         """
-                        DELETE FROM versions WHERE owner = \(owner) AND zone = \(zone) AND record_name = \(name) AND created_seq = \(createdSeq)
-                          AND NOT EXISTS (SELECT 1 FROM records WHERE owner = \(owner) AND zone = \(zone) AND record_name = \(name) AND created_seq = \(createdSeq))
+                        DELETE FROM versions WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(name) AND created_seq = \(createdSeq)
+                          AND NOT EXISTS (SELECT 1 FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(name) AND created_seq = \(createdSeq))
                         """)
-                    try await sql.execute("DELETE FROM trash WHERE owner = \(owner) AND zone = \(zone) AND record_name = \(name)")
+                    try await sql.execute("DELETE FROM trash WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(name)")
                 }
                 return rows.count
             }
             removed += count
-            if count < maxRecords { break }
+            if count == 0 { break }
         }
         if removed > 0 { logger.info("trash purge", metadata: ["removed": "\(removed)", "days": "\(storage.trashDays)"]) }
         return removed

@@ -3,16 +3,19 @@ public import Logging
 public import NotesModel
 import NotesWork
 import PostgresNIO
+import Synchronization
 
 /// The store on PostgreSQL: the same `RecordStore` as `SQLiteStore`, for several notesd
 /// sharing one database.
 ///
-/// Each mutating call is one transaction. One that hands out change numbers first takes
-/// the `counters` row `FOR UPDATE` and writes it back before committing, so such writers
-/// follow one another as SQLite's single writer does: everything they read is the
-/// latest committed state (a stale change tag is refused even with concurrent writers on
-/// other instances), and numbers are taken in commit order. Reads run in one
-/// `REPEATABLE READ` snapshot, as a SQLite read transaction does.
+/// Each mutating call is one transaction. One that changes a zone's records, shares or
+/// participants first takes that zone's row `FOR UPDATE` (`Numbering`) and writes its
+/// change counter back before committing, so writers of one zone follow one another as
+/// SQLite's single writer does: everything they read of the zone is the latest
+/// committed state (a stale change tag is refused even with concurrent writers on
+/// other instances), and the zone's numbers are taken in commit order. Writers of
+/// different zones do not wait for each other. Reads run in one `REPEATABLE READ`
+/// snapshot, as a SQLite read transaction does.
 ///
 /// The database must be migrated (`PostgresDatabase.migrate()`) and its pool running
 /// (`PostgresDatabase.run()`) before the store is used; `checkReady` tells whether it is.
@@ -27,6 +30,8 @@ public final class PostgresStore: RecordStore {
     /// Where commits are announced to the other instances on this database (none: only
     /// `onChange` hears of them).
     public let changeFeed: PostgresChangeFeed?
+    /// The cluster's system identifier, read once (`PostgresDatabaseToken`).
+    let clusterID = Mutex<String?>(nil)
 
     /// - Parameter onChange: called after each commit with the accounts to notify.
     /// - Parameter clock: what "now" is (token and link expiry, record times).
@@ -45,21 +50,21 @@ public final class PostgresStore: RecordStore {
         self.onChange = onChange
     }
 
-    /// Runs `body` in one transaction with a context that hands out change sequence
-    /// numbers (when `sequenced`) and collects notices, which are sent only after the commit.
-    /// - Parameter sequenced: takes the counter row for the whole transaction; only
-    ///   writes that touch nothing of zones, records or shares may leave it.
-    func write<T: Sendable>(sequenced: Bool = true, _ body: (PostgresWrite) async throws -> T) async throws(NotesError) -> T {
+    /// Runs `body` in one transaction with a context that hands out the change numbers of
+    /// the zones `numbering` names, and collects notices, which are sent only after the
+    /// commit.
+    func write<T: Sendable>(_ numbering: Numbering = .none, _ body: (PostgresWrite) async throws -> T) async throws(NotesError) -> T {
         let metrics = database.metrics
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
         try await database.checkAvailable()
-        // Sequenced writes follow one another on the counter row, whose lock PostgreSQL
-        // grants first come, first served: taking turns here first, by account, keeps one
+        // A zone's writers follow one another on its row lock, which PostgreSQL grants
+        // first come, first served: taking turns here first, by account, keeps one
         // account's queued batches from standing between another's save and the lock
         // (and from holding a connection each while they wait).
-        if sequenced { try await take(database.writer) }
-        defer { if sequenced { database.writer.release() } }
+        let turn: ZoneID? = if case .zone(let zone) = numbering { zone } else { nil }
+        if let turn { try await take(turn) }
+        defer { if let turn { database.zoneTurns.release(turn) } }
         try await take(database.connections)
         defer { database.connections.release() }
         let outcome: (T, Set<ChangeNotice>)
@@ -67,10 +72,10 @@ public final class PostgresStore: RecordStore {
             outcome = try await database.client.withTransaction(logger: logger) { connection in
                 metrics.connectionsInUse.increment()
                 defer { metrics.connectionsInUse.decrement() }
-                let context = try await PostgresWrite.begin(SQL(connection: connection, logger: logger), now: clock(), sequenced: sequenced)
+                let context = try await PostgresWrite.begin(SQL(connection: connection, logger: logger), now: clock(), numbering: numbering)
                 let value = try await body(context)
                 // The notices go in the transaction: delivered to the listeners on commit, never on rollback.
-                let payloads = changeFeed.map { $0.payloads(for: context.notices, seq: context.seq) } ?? []
+                let payloads = changeFeed.map { $0.payloads(for: context.notices, seq: context.highestSeq) } ?? []
                 try await context.finish(notifying: changeFeed?.channel ?? "", payloads)
                 return (value, context.notices)
             }
@@ -130,10 +135,21 @@ public final class PostgresStore: RecordStore {
         }
     }
 
-    /// Waits for the caller's turn at `gate` (the pool's connections, or the writer).
+    /// Waits for the caller's turn at `gate` (the pool's connections).
     private func take(_ gate: FairGate) async throws(NotesError) {
         do {
             try await gate.acquire()
+        } catch let error as NotesError {
+            throw error
+        } catch {
+            throw NotesError(.serviceUnavailable, "The request was cancelled while it waited for the database; try again.")
+        }
+    }
+
+    /// Waits for the caller's turn at `zone`'s writer on this instance.
+    private func take(_ zone: ZoneID) async throws(NotesError) {
+        do {
+            try await database.zoneTurns.acquire(zone)
         } catch let error as NotesError {
             throw error
         } catch {
@@ -206,36 +222,115 @@ struct SQL {
     }
 }
 
+/// Which zones' change counters a write takes (`PostgresStore.write`).
+enum Numbering {
+    /// None: the write changes nothing zones number (accounts, tokens, contents,
+    /// counts), or only makes a zone.
+    case none
+    /// The zone's, from the start (and this instance's turn at it first).
+    case zone(ZoneID)
+    /// The zone of a share, found by its ID or its link's token in the locking statement.
+    case zoneOfShare(id: String)
+    case zoneOfLink(urlToken: String)
+    /// Every zone's: the write waits until no other zone write is under way and keeps
+    /// them all out until it commits, then takes the counters it needs
+    /// (`PostgresWrite.take`). For the rare writes that change several zones (an account
+    /// made with invitations waiting for its email, an account deleted).
+    case everyZone
+}
+
 /// The state of one write transaction; used only inside one `write` call.
 final class PostgresWrite {
     let sql: SQL
     let now: Date
-    private(set) var seq: Int64
-    private let startSeq: Int64
-    private let sequenced: Bool
     var notices: Set<ChangeNotice> = []
+    /// The counters held: each zone's last number when taken, and the last handed out.
+    private var counters: [ZoneID: (start: Int64, last: Int64)] = [:]
+    /// The zone `nextSeq()` numbers in: the first one taken.
+    private(set) var zone: ZoneID?
+    /// Zones whose change this transaction reports in database change tokens.
+    private var changedZones: Set<ZoneID> = []
+    private var holdsEveryZone = false
 
-    private init(sql: SQL, now: Date, seq: Int64, sequenced: Bool) {
+    private init(sql: SQL, now: Date) {
         self.sql = sql
         self.now = now
-        self.seq = seq
-        self.startSeq = seq
-        self.sequenced = sequenced
     }
 
-    /// Takes the counter row for the transaction when `sequenced`: other writers that
-    /// need it wait until this one commits, and then read what it wrote.
-    static func begin(_ sql: SQL, now: Date, sequenced: Bool) async throws -> PostgresWrite {
-        let current = sequenced ? try await sql.rows(LockCounter()).first?.decode(Int64.self) ?? 0 : 0
-        return PostgresWrite(sql: sql, now: now, seq: current, sequenced: sequenced)
+    /// Takes the counters `numbering` names: other writers of those zones wait until this
+    /// one commits, and then read what it wrote.
+    static func begin(_ sql: SQL, now: Date, numbering: Numbering) async throws -> PostgresWrite {
+        let context = PostgresWrite(sql: sql, now: now)
+        switch numbering {
+        case .none:
+            break
+        case .zone(let zone):
+            try await context.take(zone)
+        case .zoneOfShare(let id):
+            try await context.take(try await sql.row(LockZone.ofShare(id: id)))
+        case .zoneOfLink(let urlToken):
+            try await context.take(try await sql.row(LockZone.ofLink(urlToken: urlToken)))
+        case .everyZone:
+            try await sql.execute("SELECT FROM pg_advisory_xact_lock(\(LockZone.everyZoneKey))")
+            context.holdsEveryZone = true
+        }
+        return context
     }
 
-    /// The next change sequence number (also used as a change tag).
-    func nextSeq() -> Int64 {
-        precondition(sequenced, "a change number taken in a write that did not lock the counter")
-        seq += 1
-        return seq
+    /// Takes `zone`'s counter for the rest of the transaction, if the zone exists (a
+    /// write that goes on without it fails at its first number). In a write of
+    /// `.everyZone`, any zone's.
+    /// - Returns: whether the write holds the zone's counter.
+    @discardableResult
+    func take(_ zone: ZoneID) async throws -> Bool {
+        guard counters[zone] == nil else { return true }
+        if holdsEveryZone {
+            if let last = try await sql.value("SELECT last_seq FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name) FOR UPDATE", as: Int64.self) {
+                hold(zone, last: last)
+            }
+        } else {
+            guard counters.isEmpty else { throw NotesError(.internalError, "A write took a second zone's counter without holding every zone's.") }
+            try await take(try await sql.rows(LockZone(zone)).first)
+        }
+        return counters[zone] != nil
     }
+
+    private func take(_ row: PostgresRow?) async throws {
+        guard let row else { return }
+        let (owner, name, last) = try row.decode((String, String, Int64).self)
+        hold(ZoneID(owner: owner, name: name), last: last)
+    }
+
+    private func hold(_ zone: ZoneID, last: Int64) {
+        counters[zone] = (last, last)
+        if self.zone == nil { self.zone = zone }
+    }
+
+    /// The next change number (also used as a change tag) of the zone this write took.
+    func nextSeq() throws -> Int64 {
+        guard let zone else { throw Self.noCounter }
+        return try nextSeq(in: zone)
+    }
+
+    /// The next change number of `zone`, whose counter this write holds.
+    func nextSeq(in zone: ZoneID) throws -> Int64 {
+        guard var counter = counters[zone] else { throw Self.noCounter }
+        counter.last += 1
+        counters[zone] = counter
+        return counter.last
+    }
+
+    /// The last number handed out in `zone` so far (its present, to this write).
+    func lastSeq(in zone: ZoneID) throws -> Int64 {
+        guard let counter = counters[zone] else { throw Self.noCounter }
+        return counter.last
+    }
+
+    /// The highest number this write handed out (for the notices' log lines).
+    var highestSeq: Int64 { counters.values.map(\.last).max() ?? 0 }
+
+    /// A write that numbers a zone it could not take: the zone went (deleted meanwhile).
+    private static let noCounter = NotesError(.unknownItem, "The zone was deleted while this request ran; list your zones again.")
 
     /// A zone whose change number `finish` writes, with the counter, in its statement.
     private(set) var pendingZone: ZoneID?
@@ -253,57 +348,48 @@ final class PostgresWrite {
         }
     }
 
-    /// Writes the counter back (when numbers were taken), the pending zone's change
-    /// number, and sends `payloads` on `channel`, in one statement: the last round trip
-    /// before the commit.
+    /// Writes back the counters that moved, marks the changed zones, and sends
+    /// `payloads` on `channel`, in one statement: the last round trip before the commit.
     func finish(notifying channel: String, _ payloads: [String]) async throws {
         if let zone = pendingZone {
             let row = try await sql.rows(
-                FinishModify(
-                    seq: seq, advanced: seq != startSeq, owner: zone.owner, zone: zone.name, channel: channel, payloads: payloads)
+                FinishModify(seq: try lastSeq(in: zone), owner: zone.owner, zone: zone.name, channel: channel, payloads: payloads)
             ).first
             var usage: Int64 = 0
             if let row { (usage, _) = try row.decode((Int64, Int64).self) }
             try checkUsage?(usage)
             return
         }
-        switch (seq != startSeq, payloads.isEmpty) {
-        case (true, true):
-            try await sql.execute("UPDATE counters SET value = \(seq) WHERE name = 'seq'")
-        case (true, false):
-            try await sql.execute(
-                """
-                WITH counter AS (UPDATE counters SET value = \(seq) WHERE name = 'seq' RETURNING 1)
-                SELECT pg_notify(\(channel), payload) FROM counter, unnest(\(payloads)::text[]) AS payload
-                """)
-        case (false, false):
-            try await sql.execute("SELECT pg_notify(\(channel), payload) FROM unnest(\(payloads)::text[]) AS payload")
-        case (false, true):
-            break
-        }
+        let moved = counters.filter { $0.value.last != $0.value.start || changedZones.contains($0.key) }
+        guard !moved.isEmpty || !payloads.isEmpty else { return }
+        let zones = Array(moved.keys)
+        try await sql.execute(
+            """
+            WITH counted AS (
+                UPDATE zones z SET last_seq = v.last,
+                    changed_seq = CASE WHEN v.changed THEN v.last ELSE z.changed_seq END,
+                    changed_txn = CASE WHEN v.changed THEN pg_current_xact_id()::text::bigint ELSE z.changed_txn END
+                FROM unnest(\(zones.map(\.owner))::text[], \(zones.map(\.name))::text[], \(zones.map { moved[$0]!.last })::bigint[],
+                            \(zones.map { changedZones.contains($0) })::bool[]) AS v(owner, name, last, changed)
+                WHERE z.owner = v.owner AND z.name = v.name RETURNING 1)
+            SELECT pg_notify(\(channel), payload) FROM unnest(\(payloads)::text[]) AS payload
+            """)
     }
 
-    /// Notes that `zone` changed, for its owner and every accepted participant.
-    /// - Returns: the bytes the owner's zones now hold (read in the same statement, for
-    ///   the quota check that follows a modify).
-    @discardableResult
-    func zoneChanged(_ zone: ZoneID) async throws -> Int64 {
-        // PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it.
-        let row = try await sql.row(
+    /// Notes that `zone` changed, for its owner and every accepted participant (its
+    /// change is marked by `finish`).
+    func zoneChanged(_ zone: ZoneID) async throws {
+        let participants = try await sql.column(
             """
-            WITH changed AS (UPDATE zones SET changed_seq = \(seq) WHERE owner = \(zone.owner) AND name = \(zone.name) RETURNING 1)
-            SELECT COALESCE((SELECT bytes FROM usage WHERE owner = \(zone.owner)), 0),
-                   ARRAY(SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
-                         WHERE s.owner = \(zone.owner) AND s.zone = \(zone.name) AND NOT s.stopped AND p.status = 'accepted'
-                           AND p.account IS NOT NULL AND p.role != 'owner')
-            """)
-        guard let row else { return 0 }
-        let (usage, participants) = try row.decode((Int64, [String]).self)
+            SELECT DISTINCT p.account FROM participants p JOIN shares s ON s.id = p.share_id
+            WHERE s.owner = \(zone.owner) AND s.zone = \(zone.name) AND NOT s.stopped AND p.status = 'accepted'
+              AND p.account IS NOT NULL AND p.role != 'owner'
+            """, as: String.self)
+        changedZones.insert(zone)
         notices.insert(ChangeNotice(account: zone.owner, scope: .private, zone: zone))
         for account in participants {
             notices.insert(ChangeNotice(account: account, scope: .shared, zone: zone))
         }
-        return usage
     }
 }
 

@@ -202,8 +202,8 @@ extension SQLiteStore {
 
     public func databaseChanges(scope: DatabaseScope, since token: String?, actor: String) async throws(NotesError) -> DatabaseChanges {
         return try await readAside { db in
-            let current = try Self.currentSeq(db)
-            let since = try DatabaseChanges.since(token, current: current)
+            let current = DatabaseChangeToken(seq: try Self.currentSeq(db))
+            let since = try DatabaseChanges.since(token, current: current)?.seq ?? 0
             switch scope {
             case .private:
                 let changed = try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM zones WHERE owner = ? AND changed_seq > ? ORDER BY name"), arguments: [actor, since])
@@ -212,7 +212,7 @@ extension SQLiteStore {
                     arguments: [actor, since, actor])
                 return DatabaseChanges(
                     changedZones: changed.map { ZoneID(owner: actor, name: $0) },
-                    deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: DatabaseChangeToken(seq: current).encoded, moreComing: false)
+                    deletedZones: deleted.map { ZoneID(owner: actor, name: $0) }, changeToken: current.encoded, moreComing: false)
             case .shared:
                 let visible = Set(try Self.sharedZoneIDs(db, actor: actor))
                 let rows = try Row.fetchAll(
@@ -223,8 +223,12 @@ extension SQLiteStore {
                             WHERE p.account = ? AND p.role != 'owner' GROUP BY s.owner, s.zone
                             """), arguments: [actor])
                 return DatabaseChanges.shared(
-                    rows.map { (zone: ZoneID(owner: $0["owner"], name: $0["zone"]), membership: $0["membership"], changed: $0["changed"]) },
-                    visible: visible, since: since, current: current)
+                    rows.map { row in
+                        (
+                            zone: ZoneID(owner: row["owner"], name: row["zone"]), membershipChanged: (row["membership"] as Int64) > since,
+                            zoneChanged: (row["changed"] as Int64) > since
+                        )
+                    }, visible: visible, current: current)
             }
         }
     }

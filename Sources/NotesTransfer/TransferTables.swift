@@ -23,10 +23,13 @@ struct TransferTable: Sendable {
 
     let name: String
     let columns: [Column]
+    /// What PostgreSQL's side of the comparison reads from, when not the table itself.
+    let postgresSource: String
 
-    init(_ name: String, _ columns: [(String, Kind)]) {
+    init(_ name: String, _ columns: [(String, Kind)], postgresSource: String? = nil) {
         self.name = name
         self.columns = columns.map { Column(name: $0.0, kind: $0.1) }
+        self.postgresSource = postgresSource ?? name
     }
 
     /// What SQLite selects for each column.
@@ -54,7 +57,6 @@ struct TransferTable: Sendable {
                 ("issued", .rowid),
             ]),
         TransferTable("zones", [("owner", .text), ("name", .text), ("epoch", .integer), ("changed_seq", .integer), ("pruned_seq", .integer)]),
-        TransferTable("counter_marks", [("at", .real), ("seq", .integer)]),
         TransferTable("zone_tombstones", [("owner", .text), ("name", .text), ("seq", .integer)]),
         // (Staged contents first: a content counts toward usage once it is no longer staged,
         // which `StoreTransfer.copy` charges with each group of contents it copies.)
@@ -104,11 +106,17 @@ struct TransferTable: Sendable {
     ]
 
     /// Compared after the copy but not copied: PostgreSQL's triggers fill it from the
-    /// rows above, and it must come out equal. `counters` is set once, at the end.
+    /// rows above, and it must come out equal (PostgreSQL keeps it per zone: compared as
+    /// each owner's sum). `counters` is set once, at the end.
     static let checkedOnly: [TransferTable] = [
-        TransferTable("usage", [("owner", .text), ("bytes", .integer)]),
+        TransferTable("usage", [("owner", .text), ("bytes", .integer)], postgresSource: "(SELECT owner, SUM(bytes) AS bytes FROM usage GROUP BY owner) AS usage"),
         TransferTable("counters", [("name", .text), ("value", .integer)]),
     ]
+
+    /// SQLite tables that PostgreSQL has no use for: the marks that time SQLite's
+    /// tombstones (PostgreSQL's tombstones carry their own time; those moved count
+    /// from the move).
+    static let leftBehind: Set<String> = ["counter_marks"]
 }
 
 /// One value on its way between the databases, in a form both sides compare alike.

@@ -7,7 +7,7 @@ import PostgresNIO
 /// The same work straight through postgres-nio from this process, on the same server
 /// and database as notesd, two ways:
 ///
-/// - the same statements: what notesd sends for a modify (`LockCounter`,
+/// - the same statements: what notesd sends for a modify (`LockZone`,
 ///   `ReadForModify`, `InsertRecord`, `FinishModify` from NotesPostgres, prepared as
 ///   notesd prepares them), into notesd's own tables, in a zone of its own: what notesd
 ///   adds on top is HTTP, JSON, identity and the sharing rules between the statements;
@@ -64,12 +64,12 @@ struct PostgresBaseline {
     }
 
     /// notesd's statements for one modify of `saves`, in one transaction, with nothing
-    /// between them: BEGIN, the counter, the access read, an INSERT per record, the
-    /// zone's change number with the counter and its notice, COMMIT.
+    /// between them: BEGIN, the zone's counter, the access read, an INSERT per record, the
+    /// counter written back with the notice, COMMIT.
     private func modify(_ saves: some Collection<RecordSave>, in zone: ZoneID, feed: PostgresChangeFeed) async throws {
         try await client.withTransaction(logger: logger) { connection in
             var seq: Int64 = 0
-            for try await row in try await connection.execute(LockCounter(), logger: logger) { seq = try row.decode(Int64.self) }
+            for try await row in try await connection.execute(LockZone(zone), logger: logger) { (_, _, seq) = try row.decode((String, String, Int64).self) }
             let names = saves.map(\.recordName)
             for try await _ in try await connection.execute(
                 ReadForModify(owner: zone.owner, zone: zone.name, actor: zone.owner, records: names), logger: logger)
@@ -86,8 +86,7 @@ struct PostgresBaseline {
             }
             let payloads = feed.payloads(for: [ChangeNotice(account: zone.owner, scope: .private, zone: zone)], seq: seq)
             for try await _ in try await connection.execute(
-                FinishModify(
-                    seq: seq, advanced: true, owner: zone.owner, zone: zone.name, channel: feed.channel, payloads: payloads), logger: logger)
+                FinishModify(seq: seq, owner: zone.owner, zone: zone.name, channel: feed.channel, payloads: payloads), logger: logger)
             {}
         }
     }
@@ -115,7 +114,7 @@ struct PostgresBaseline {
     }
 
     /// Pages through a zone of notesd's own tables with notesd's statements for a page of
-    /// changes (a snapshot; the access read; the counter; the content sizes; the
+    /// changes (a snapshot; the access read; the zone's counter; the content sizes; the
     /// tombstones; the records), each page's rows decoded into `Record` values.
     func fetchLikeNotesd(_ zone: ZoneID, pageSize: Int) async throws -> Int {
         var since: Int64 = 0
@@ -124,7 +123,9 @@ struct PostgresBaseline {
             let (rows, more): (Int, Int64?) = try await client.withConnection { connection in
                 try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
                 for try await _ in try await connection.execute(ReadForModify(owner: zone.owner, zone: zone.name, actor: zone.owner, records: []), logger: logger) {}
-                for try await _ in try await connection.query("SELECT value FROM counters WHERE name = 'seq'", logger: logger) {}
+                for try await _ in try await connection.query(
+                    "SELECT last_seq, pruned_seq FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)", logger: logger)
+                {}
                 var sizes = 0
                 for try await _ in try await connection.query(
                     """

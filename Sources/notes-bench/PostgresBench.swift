@@ -115,22 +115,28 @@ struct PostgresBench {
     }
 
     /// One instance against two on the same database: the same concurrent single saves,
-    /// all through A, then half through A and half through B; then save→visible from A
-    /// to B.
+    /// all through A, then half through A and half through B; each into one zone, then
+    /// each client into a zone of its own (zones count their changes apart); then
+    /// save→visible from A to B.
     func instances(a: DaemonUnderTest, onA: NotesClient, zone: ZoneID) async throws {
         let b = try DaemonUnderTest(binary: daemonPath, folder: "\(folder)/b", arguments: ["--database", url])
         defer { b.stop() }
         let onB = try await b.client()
-        let count = max(singles, 2 * concurrency)
+        let count = max(singles, 4 * concurrency)
         let saves = (0..<count).map { RecordSave(recordName: "i\($0)", recordType: .note, name: "i\($0).md", body: body) }
+        let zones = (0..<concurrency).map { ZoneID(owner: zone.owner, name: "bench-\($0)") }
+        for lane in zones { _ = try await onA.createZone(named: lane.name) }
         let postgres = PostgresProcesses()
 
-        func phase(_ name: String, _ clients: @escaping @Sendable (Int) -> NotesClient, _ slice: ArraySlice<RecordSave>) async throws {
+        func phase(
+            _ name: String, _ clients: @escaping @Sendable (Int) -> NotesClient, _ zoneOf: @escaping @Sendable (Int) -> ZoneID, _ slice: ArraySlice<RecordSave>
+        ) async throws {
             let before = (a: a.cpuSeconds(), b: b.cpuSeconds(), pg: postgres.cpuSeconds())
             let part = Array(slice)
             let seconds = try await measureAsync {
                 try await inLanes(concurrency, part.count) { lane, range in
                     let client = clients(lane)
+                    let zone = zoneOf(lane)
                     for save in part[range] { _ = try await client.modify(ModifyRequest(zone: zone, saves: [save])) }
                 }
             }
@@ -141,10 +147,13 @@ struct PostgresBench {
                     format: "%@: %.0f saves/s; CPU per save %.2f ms in notesd A, %.2f ms in notesd B, %.2f ms in PostgreSQL",
                     name, Double(slice.count) / seconds, perRequest(cpu.a), perRequest(cpu.b), perRequest(cpu.pg)))
         }
+        let quarter = count / 4
         print("")
-        print("\(concurrency) clients saving one note per request, \(count / 2) saves per phase:")
-        try await phase("one instance ", { _ in onA }, saves[..<(count / 2)])
-        try await phase("two instances", { lane in lane % 2 == 0 ? onA : onB }, saves[(count / 2)...])
+        print("\(concurrency) clients saving one note per request, \(quarter) saves per phase:")
+        try await phase("one zone, one instance    ", { _ in onA }, { _ in zone }, saves[..<quarter])
+        try await phase("one zone, two instances   ", { lane in lane % 2 == 0 ? onA : onB }, { _ in zone }, saves[quarter..<(2 * quarter)])
+        try await phase("\(concurrency) zones, one instance  ", { _ in onA }, { zones[$0] }, saves[(2 * quarter)..<(3 * quarter)])
+        try await phase("\(concurrency) zones, two instances ", { lane in lane % 2 == 0 ? onA : onB }, { zones[$0] }, saves[(3 * quarter)...])
 
         // Save→visible across instances: a save through A, until B's event stream has
         // its notice, and until a fetch through B returns it.

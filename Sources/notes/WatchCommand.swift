@@ -132,7 +132,15 @@ struct Watch: AsyncParsableCommand {
         for scope in DatabaseScope.allCases {
             var more = true
             while more {
-                let changes = try await client.databaseChanges(scope: scope, since: position.databases[scope.rawValue])
+                let changes: DatabaseChanges
+                do {
+                    changes = try await client.databaseChanges(scope: scope, since: position.databases[scope.rawValue])
+                } catch  where error.code == .changeTokenExpired && position.databases[scope.rawValue] != nil {
+                    // (The server moved to another database: every zone is listed again,
+                    // and each is fetched from its own token, which still holds.)
+                    position.databases[scope.rawValue] = nil
+                    continue
+                }
                 for zone in changes.deletedZones where position.zones[WatchPosition.key(zone)] != nil {
                     position.zones[WatchPosition.key(zone)] = nil
                     printer.print(WatchEvent(change: "zoneRemoved", scope: scope, zone: zone, position: position.encoded))

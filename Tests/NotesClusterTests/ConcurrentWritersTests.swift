@@ -9,27 +9,32 @@ import Testing
 /// Many writers through two stores (two pools on one database, as two notesd) and many
 /// readers paging by change token through both, at once.
 @Suite struct ConcurrentWritersTests {
-    /// Each writer owns its records (creates, edits with the tag it holds, deletes) and
-    /// now and then races the others on three shared records with the tag it last read;
-    /// batches of one to three. Each reader pages with a small random limit through a
-    /// random store until the writers are done and it has caught up. Then:
+    /// Each writer owns its records (creates, edits with the tag it holds, deletes) in
+    /// one of `zoneCount` zones, and now and then races the others of its zone on three
+    /// shared records with the tag it last read; batches of one to three. Each reader
+    /// follows the database's change token through a random store and pages each zone it
+    /// reports with a small random limit, until the writers are done and it has caught
+    /// up. Then:
     /// - every reader saw each change (record and change tag) at most once, in strictly
-    ///   increasing change numbers (no change became visible behind a token already
-    ///   handed out: numbers are taken in commit order);
-    /// - every reader ends with exactly the zone's final state, and that state holds
-    ///   every acknowledged write: a writer's own records as it last saved them (or gone,
-    ///   if it deleted them), each shared record as its highest acknowledged save.
+    ///   increasing change numbers within its zone (no change became visible behind a
+    ///   zone token already handed out: a zone's numbers are taken in commit order);
+    /// - every reader ends with exactly each zone's final state (so no database token
+    ///   skipped a zone's change, whatever order writers of different zones committed
+    ///   in), and that state holds every acknowledged write: a writer's own records as it
+    ///   last saved them (or gone, if it deleted them), each shared record as its highest
+    ///   acknowledged save.
     ///
     /// `NOTES_PG_CONCURRENCY_SEED=N` replays the writers' and readers' choices (the
     /// interleaving is the machine's); `NOTES_PG_WRITERS`, `NOTES_PG_OPS` scale it.
-    @Test func everyReaderSeesEveryChangeExactlyOnceAndNoAcknowledgedWriteIsLost() async throws {
+    @Test(arguments: [1, 4])
+    func everyReaderSeesEveryChangeExactlyOnceAndNoAcknowledgedWriteIsLost(zoneCount: Int) async throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["NOTES_PG_CONCURRENCY_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...999_999)
         let writerCount = environment["NOTES_PG_WRITERS"].flatMap(Int.init) ?? 8
         let operations = environment["NOTES_PG_OPS"].flatMap(Int.init) ?? 30
         let readerCount = 4
         print(
-            "concurrency test: seed \(seed) (replay: NOTES_PG_CONCURRENCY_SEED=\(seed) swift test --filter ConcurrentWritersTests), \(writerCount) writers × \(operations) operations, \(readerCount) readers"
+            "concurrency test: seed \(seed) (replay: NOTES_PG_CONCURRENCY_SEED=\(seed) swift test --filter ConcurrentWritersTests), \(writerCount) writers × \(operations) operations in \(zoneCount) zones, \(readerCount) readers"
         )
 
         let url = try PostgresCluster.shared().createDatabase()
@@ -38,9 +43,13 @@ import Testing
         try await first.database.migrate()
         let stores = [PostgresStore(database: first.database), PostgresStore(database: second.database)]
         _ = try await stores[0].createAccount(name: "alice", email: nil, isAdmin: false)
-        let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
+        let zones = [ZoneID(owner: "alice", name: ZoneID.defaultZoneName)] + (1..<zoneCount).map { ZoneID(owner: "alice", name: "zone-\($0)") }
+        for zone in zones.dropFirst() { _ = try await stores[0].createZone(zone, actor: "alice") }
         let hot = ["hot-0", "hot-1", "hot-2"]
-        _ = try await stores[0].modify(ModifyRequest(zone: zone, saves: hot.map { RecordSave(recordName: $0, recordType: .note, name: "\($0).md", body: "start") }), actor: "alice")
+        for zone in zones {
+            _ = try await stores[0].modify(
+                ModifyRequest(zone: zone, saves: hot.map { RecordSave(recordName: $0, recordType: .note, name: "\($0).md", body: "start") }), actor: "alice")
+        }
 
         let writersDone = Flag()
         let started = ContinuousClock.now
@@ -49,7 +58,7 @@ import Testing
             for index in 0..<readerCount {
                 group.addTask {
                     var reader = Reader(seed: seed &+ 1_000 &+ UInt64(index))
-                    return try await reader.run(stores: stores, zone: zone, until: writersDone)
+                    return try await reader.run(stores: stores, zones: zones, until: writersDone)
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -58,7 +67,7 @@ import Testing
             for index in 0..<writerCount {
                 group.addTask {
                     var writer = Writer(index: index, seed: seed &+ UInt64(index), hot: hot)
-                    return try await writer.run(store: stores[index % 2], zone: zone, operations: operations)
+                    return try await writer.run(store: stores[index % 2], zone: zones[index % zones.count], operations: operations)
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -68,19 +77,24 @@ import Testing
         let elapsed = ContinuousClock.now - started
 
         // The truth, read afresh through the other store.
-        var truth: [String: Record] = [:]
-        var token: String?
-        repeat {
-            let page = try await stores[1].zoneChanges(zone, since: token, limit: 500, actor: "alice")
-            for name in page.deleted { truth[name] = nil }
-            for record in page.records { truth[record.recordName] = record }
-            token = page.changeToken
-            if !page.moreComing { break }
-        } while true
+        var truths: [ZoneID: [String: Record]] = [:]
+        for zone in zones {
+            var truth: [String: Record] = [:]
+            var token: String?
+            repeat {
+                let page = try await stores[1].zoneChanges(zone, since: token, limit: 500, actor: "alice")
+                for name in page.deleted { truth[name] = nil }
+                for record in page.records { truth[record.recordName] = record }
+                token = page.changeToken
+                if !page.moreComing { break }
+            } while true
+            truths[zone] = truth
+        }
 
         // Every acknowledged write is there.
         var lost: [String] = []
         for writer in writerResults {
+            let truth = truths[writer.zone] ?? [:]
             for (name, expected) in writer.owned {
                 switch expected {
                 case .saved(let body, let tag):
@@ -92,25 +106,32 @@ import Testing
                 }
             }
         }
-        let hotWrites = writerResults.flatMap(\.hotAcknowledged)
-        for name in hot {
-            guard let newest = hotWrites.filter({ $0.name == name }).max(by: { Self.number($0.tag) < Self.number($1.tag) }) else { continue }
-            if truth[name]?.changeTag != newest.tag || truth[name]?.body != newest.body {
-                lost.append(
-                    "\(name): its newest acknowledged save \(newest.body) @\(newest.tag), found \(String(describing: truth[name]?.body)) @\(String(describing: truth[name]?.changeTag))"
-                )
+        for zone in zones {
+            let truth = truths[zone] ?? [:]
+            let hotWrites = writerResults.filter { $0.zone == zone }.flatMap(\.hotAcknowledged)
+            for name in hot {
+                guard let newest = hotWrites.filter({ $0.name == name }).max(by: { Self.number($0.tag) < Self.number($1.tag) }) else { continue }
+                if truth[name]?.changeTag != newest.tag || truth[name]?.body != newest.body {
+                    lost.append(
+                        "\(zone.name)/\(name): its newest acknowledged save \(newest.body) @\(newest.tag), found \(String(describing: truth[name]?.body)) @\(String(describing: truth[name]?.changeTag))"
+                    )
+                }
             }
         }
         #expect(lost.isEmpty, "seed \(seed): acknowledged writes lost:\n\(lost.joined(separator: "\n"))")
 
-        // Every reader saw each change once, in order, and ends where the zone is.
-        let truthTags = truth.mapValues(\.changeTag)
+        // Every reader saw each change once, in order, and ends where every zone is.
+        let truthTags = truths.mapValues { $0.mapValues(\.changeTag) }
         for (index, reader) in readers.enumerated() {
             #expect(reader.problems.isEmpty, "seed \(seed), reader \(index): \(reader.problems.prefix(10).joined(separator: "\n"))")
-            #expect(
-                reader.state == truthTags,
-                "seed \(seed), reader \(index) ends with \(reader.state.count) records, the zone holds \(truthTags.count); differing: \(Set(reader.state.keys).symmetricDifference(truthTags.keys).sorted().prefix(10))"
-            )
+            for zone in zones {
+                let state = reader.state[zone] ?? [:]
+                let truth = truthTags[zone] ?? [:]
+                #expect(
+                    state == truth,
+                    "seed \(seed), reader \(index) ends with \(state.count) records in \(zone.name), the zone holds \(truth.count); differing: \(Set(state.keys).symmetricDifference(truth.keys).sorted().prefix(10))"
+                )
+            }
         }
         let acknowledged = writerResults.map(\.acknowledgedBatches).reduce(0, +)
         let refused = writerResults.map(\.refusedHotSaves).reduce(0, +)
@@ -118,7 +139,7 @@ import Testing
         #expect(timedOut * 2 <= acknowledged, "most batches timed out (\(timedOut)): the test proved little")
         let pages = readers.map(\.pages).reduce(0, +)
         print(
-            "concurrency test, seed \(seed): \(acknowledged) batches acknowledged (\(refused) stale shared saves refused as they should be, \(timedOut) timed out and rolled back), \(truth.count) records at the end; readers read \(pages) pages and saw \(readers.map(\.changesSeen).reduce(0, +)) changes, each once; \(elapsed)"
+            "concurrency test, seed \(seed), \(zoneCount) zones: \(acknowledged) batches acknowledged (\(refused) stale shared saves refused as they should be, \(timedOut) timed out and rolled back), \(truths.values.map(\.count).reduce(0, +)) records at the end; readers read \(pages) pages and saw \(readers.map(\.changesSeen).reduce(0, +)) changes, each once; \(elapsed)"
         )
     }
 
@@ -137,6 +158,7 @@ import Testing
             let tag: String
         }
         struct Outcome: Sendable {
+            var zone = ZoneID(owner: "", name: "")
             var owned: [String: Expected] = [:]
             var hotAcknowledged: [HotSave] = []
             var acknowledgedBatches = 0
@@ -168,6 +190,7 @@ import Testing
 
         mutating func run(store: PostgresStore, zone: ZoneID, operations: Int) async throws -> Outcome {
             var outcome = Outcome()
+            outcome.zone = zone
             var live: [String: String] = [:]  // own record → its tag
             var created = 0
             var done = 0
@@ -247,10 +270,11 @@ import Testing
         }
     }
 
-    /// One reader paging by change token, checking as it goes.
+    /// One reader following the database's change token and paging each zone it
+    /// reports by the zone's token, checking as it goes.
     struct Reader {
         struct Outcome: Sendable {
-            var state: [String: String] = [:]
+            var state: [ZoneID: [String: String]] = [:]
             var problems: [String] = []
             var pages = 0
             var changesSeen = 0
@@ -259,31 +283,40 @@ import Testing
         var random: SplitMix64
         init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
-        mutating func run(stores: [PostgresStore], zone: ZoneID, until writersDone: Flag) async throws -> Outcome {
+        mutating func run(stores: [PostgresStore], zones: [ZoneID], until writersDone: Flag) async throws -> Outcome {
             var outcome = Outcome()
             var seen = Set<String>()
-            var newest: Int64 = -1
-            var token: String?
+            var newest: [ZoneID: Int64] = [:]
+            var tokens: [ZoneID: String] = [:]
+            var databaseToken: String?
             while true {
                 let finished = writersDone.isSet
-                let store = stores[random.next(below: stores.count)]
-                let page = try await store.zoneChanges(zone, since: token, limit: 1 + random.next(below: 12), actor: "alice")
-                outcome.pages += 1
-                for name in page.deleted { outcome.state[name] = nil }
-                for record in page.records {
-                    outcome.changesSeen += 1
-                    let key = "\(record.recordName)@\(record.changeTag)"
-                    if !seen.insert(key).inserted { outcome.problems.append("\(key) seen twice") }
-                    let number = ConcurrentWritersTests.number(record.changeTag)
-                    if number <= newest { outcome.problems.append("\(key) came after change \(newest)") }
-                    newest = max(newest, number)
-                    outcome.state[record.recordName] = record.changeTag
+                let changes = try await stores[random.next(below: stores.count)].databaseChanges(scope: .private, since: databaseToken, actor: "alice")
+                for zone in changes.changedZones where zones.contains(zone) {
+                    while true {
+                        let store = stores[random.next(below: stores.count)]
+                        let page = try await store.zoneChanges(zone, since: tokens[zone], limit: 1 + random.next(below: 12), actor: "alice")
+                        outcome.pages += 1
+                        for name in page.deleted { outcome.state[zone, default: [:]][name] = nil }
+                        for record in page.records {
+                            outcome.changesSeen += 1
+                            let key = "\(zone.name)/\(record.recordName)@\(record.changeTag)"
+                            if !seen.insert(key).inserted { outcome.problems.append("\(key) seen twice") }
+                            let number = ConcurrentWritersTests.number(record.changeTag)
+                            if number <= newest[zone, default: -1] { outcome.problems.append("\(key) came after change \(newest[zone, default: -1])") }
+                            newest[zone] = max(newest[zone, default: -1], number)
+                            outcome.state[zone, default: [:]][record.recordName] = record.changeTag
+                        }
+                        tokens[zone] = page.changeToken
+                        if !page.moreComing { break }
+                    }
                 }
-                token = page.changeToken
-                // Done once a page read after the writers finished says nothing more waits.
-                if finished && !page.moreComing { return outcome }
+                databaseToken = changes.changeToken
+                // Done once a read after the writers finished says no zone changed since
+                // the last one: every acknowledged write was committed before it.
+                if finished && changes.changedZones.isEmpty { return outcome }
                 // Caught up: poll again shortly (the writers are still at it).
-                if !page.moreComing { try await Task.sleep(for: .milliseconds(5)) }
+                if changes.changedZones.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
             }
         }
     }

@@ -1,12 +1,14 @@
 import Foundation
+import Logging
 import NotesModel
-import NotesPostgres
+@testable import NotesPostgres
+import PostgresNIO
 import NotesTestSupport
 import Testing
 
 /// What only PostgreSQL has: several notesd (each with its own pool) on one database.
 @Suite struct PostgresStoreTests {
-    /// Two notesd saving the same record with the same change tag at once: the counter
+    /// Two notesd saving the same record with the same change tag at once: the zone's
     /// row taken `FOR UPDATE` makes the second wait and then see the first's save, so
     /// exactly one wins and the other is told the record changed, as with one writer.
     @Test func ofTwoConcurrentSavesWithTheSameTagExactlyOneWins() async throws {
@@ -60,5 +62,63 @@ import Testing
         }
         try await pool.database.migrate()
         try await store.checkReady()
+    }
+
+    /// Zones number their changes apart, so writers of different zones commit in any
+    /// order: a database token must still report a zone changed by a transaction that
+    /// was running when the token was issued (it began before a change the token
+    /// reports, and commits after), and report each change once. Here a transaction
+    /// holds an ID from before a save to another zone, and changes its zone as a modify's
+    /// last statement does only after the token was handed out.
+    @Test func aDatabaseTokenReportsAChangeOfATransactionRunningWhenItWasIssuedOnce() async throws {
+        let url = try PostgresCluster.shared().createDatabase()
+        let pool = try PostgresPool(url: url)
+        try await pool.database.migrate()
+        let store = PostgresStore(database: pool.database)
+        _ = try await store.createAccount(name: "alice", email: nil, isAdmin: false)
+        let slow = ZoneID(owner: "alice", name: "slow")
+        let quick = ZoneID(owner: "alice", name: "quick")
+        _ = try await store.createZone(slow, actor: "alice")
+        _ = try await store.createZone(quick, actor: "alice")
+        let start = try await store.databaseChanges(scope: .private, since: nil, actor: "alice")
+        let logger = Logger(label: "test")
+        try await pool.database.client.withConnection { connection in
+            try await connection.query("BEGIN", logger: logger)
+            for try await _ in try await connection.query("SELECT pg_current_xact_id()", logger: logger) {}
+            _ = try await store.modify(ModifyRequest(zone: quick, saves: [RecordSave(recordName: "q", recordType: .note, name: "q.md", body: "q")]), actor: "alice")
+            let first = try await store.databaseChanges(scope: .private, since: start.changeToken, actor: "alice")
+            #expect(first.changedZones == [quick])
+            try await connection.query(
+                "UPDATE zones SET changed_txn = pg_current_xact_id()::text::bigint WHERE owner = 'alice' AND name = 'slow'", logger: logger)
+            try await connection.query("COMMIT", logger: logger)
+            let second = try await store.databaseChanges(scope: .private, since: first.changeToken, actor: "alice")
+            #expect(second.changedZones == [slow], "the change committed after the token was missed, or the one before reported again")
+            let third = try await store.databaseChanges(scope: .private, since: second.changeToken, actor: "alice")
+            #expect(third.changedZones.isEmpty)
+        }
+    }
+
+    /// A database token from another store (SQLite's change numbers, or another
+    /// PostgreSQL cluster after a move) has expired: the client lists zones again from
+    /// no token. A zone token from before the per-zone counters still pages on.
+    @Test func aDatabaseTokenFromAnotherDatabaseHasExpired() async throws {
+        let url = try PostgresCluster.shared().createDatabase()
+        let pool = try PostgresPool(url: url)
+        try await pool.database.migrate()
+        let store = PostgresStore(database: pool.database)
+        _ = try await store.createAccount(name: "alice", email: nil, isAdmin: false)
+        let current = try await store.databaseChanges(scope: .private, since: nil, actor: "alice")
+        let parsed = try DatabaseChangeToken(parsing: current.changeToken)
+        let elsewhere = DatabaseChangeToken(database: "1", seq: parsed.seq, end: parsed.end, running: parsed.running)
+        for token in ["d1.5", elsewhere.encoded] {
+            do {
+                _ = try await store.databaseChanges(scope: .private, since: token, actor: "alice")
+                Issue.record("\(token) was taken")
+            } catch {
+                #expect(error.code == .changeTokenExpired, "\(token): \(error)")
+            }
+        }
+        let ahead = DatabaseChangeToken(database: parsed.database, seq: parsed.seq + 1_000_000, end: parsed.end + 1_000_000, running: [])
+        await #expect(throws: NotesError.self) { _ = try await store.databaseChanges(scope: .private, since: ahead.encoded, actor: "alice") }
     }
 }

@@ -44,7 +44,7 @@ public final class PostgresDatabase: Sendable {
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(10)
         let milliseconds = statementTimeout.components.seconds * 1_000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
-        configuration.options.additionalStartupParameters = [
+        configuration.options.additionalStartupParameters += [
             ("statement_timeout", "\(milliseconds)"),
             ("application_name", "notesd"),
         ]

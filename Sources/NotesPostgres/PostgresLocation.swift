@@ -98,6 +98,16 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// postgres-nio's configuration for this location (pool and timeouts set by the caller).
     package func clientConfiguration() -> PostgresClient.Configuration {
+        var configuration = endpointConfiguration()
+        // Prepared statements planned once per connection, not for every call:
+        // planning the modify's first read (custom plans, as PostgreSQL chose for it)
+        // cost 0.37 ms a save, seven times running it. Plans made while a table was
+        // nearly empty are made again as it grows (`PostgresStatistics`).
+        configuration.options.additionalStartupParameters = [("plan_cache_mode", "force_generic_plan")]
+        return configuration
+    }
+
+    private func endpointConfiguration() -> PostgresClient.Configuration {
         switch endpoint {
         case .socket:
             return PostgresClient.Configuration(unixSocketPath: socketPath!, username: user, password: password, database: database)

@@ -83,8 +83,10 @@ extension PostgresStore {
         let apartBytes = SeparateContents.charge(saves, apart: apart)
         do {
             do {
-                return try await modifyNow(
+                let result = try await modifyNow(
                     request, saves: saves, actor: actor, restoring: restoring, restore: restore, apart: apart, apartBytes: apartBytes)
+                wroteRecords(result.saved.count)
+                return result
             } catch  where error.code == .constraintViolation && saves.count > 1 {
                 // A name taken twice shows when the saves are written together, not
                 // which save took it: the operation runs again a save at a time, so that

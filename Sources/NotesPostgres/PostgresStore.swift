@@ -30,8 +30,10 @@ public final class PostgresStore: RecordStore {
     /// Where commits are announced to the other instances on this database (none: only
     /// `onChange` hears of them).
     public let changeFeed: PostgresChangeFeed?
-    /// The cluster's system identifier, read once (`PostgresDatabaseToken`).
+    /// The cluster's system identifier, read once (`databasePosition`).
     let clusterID = Mutex<String?>(nil)
+    /// When to analyze `records` again.
+    let statistics = PostgresStatistics()
 
     /// - Parameter onChange: called after each commit with the accounts to notify.
     /// - Parameter clock: what "now" is (token and link expiry, record times).

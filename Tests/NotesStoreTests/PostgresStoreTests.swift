@@ -121,4 +121,39 @@ import Testing
         let ahead = DatabaseChangeToken(database: parsed.database, seq: parsed.seq + 1_000_000, end: parsed.end + 1_000_000, running: [])
         await #expect(throws: NotesError.self) { _ = try await store.databaseChanges(scope: .private, since: ahead.encoded, actor: "alice") }
     }
+
+    /// Statements are planned once per connection; planned while `records` was nearly
+    /// empty, a lookup by name took any index beginning with the zone and read the whole
+    /// zone for each record (a first import slowed as it went). Once an instance has
+    /// written as many records as the table held, it analyzes the table, and the plan
+    /// made again finds a record by its primary key.
+    @Test func aTableThatGrowsFromNothingIsAnalyzedAndLookedUpByItsKey() async throws {
+        let cluster = try PostgresCluster.shared()
+        let url = try cluster.createDatabase()
+        let name = PostgresCluster.databaseName(of: url)
+        let pool = try PostgresPool(url: url)
+        try await pool.database.migrate()
+        let store = PostgresStore(database: pool.database)
+        _ = try await store.createAccount(name: "alice", email: nil, isAdmin: false)
+        let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
+        for batch in 0..<3 {
+            let saves = (0..<400).map { RecordSave(recordName: "n\(batch)-\($0)", recordType: .note, name: "n\(batch)-\($0).md", body: "\($0)") }
+            _ = try await store.modify(ModifyRequest(zone: zone, saves: saves), actor: "alice")
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try cluster.psql("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'records'", database: name) == "0" {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("records was not analyzed after 1,200 rows were written")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let plan = try cluster.psql(
+            """
+            SET plan_cache_mode = force_generic_plan;
+            PREPARE lookup(text, text, text) AS SELECT * FROM records WHERE owner = $1 AND zone = $2 AND record_name = $3 LIMIT 1;
+            EXPLAIN EXECUTE lookup('alice', '_defaultZone', 'n1-7');
+            """, database: name)
+        #expect(plan.contains("records_pkey"), "\(plan)")
+    }
 }

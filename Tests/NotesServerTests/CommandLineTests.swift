@@ -272,9 +272,33 @@ import Testing
         #expect(resumed.lines.compactMap { $0["name"] as? String } == ["minutes.md"], "\(resumed.stdout)")
         kill(resumed.process.processIdentifier, SIGINT)
         #expect(ChildExit.wait(for: resumed.process) == 0)
+
+        // A position whose database tokens are of another database (the server moved to
+        // PostgreSQL) lists the zones again and goes on from each zone's own token:
+        // the save made meanwhile, and only it
+        let moved = try Self.position(try #require(resumed.lines.last?["position"] as? String), databaseTokens: "d2.1.5.0.")
+        _ = try await bob.modify(ModifyRequest(zone: team, saves: [RecordSave(recordName: "actions", recordType: .note, name: "actions.md", body: "# Actions")]))
+        let afterMove = try Running("notes", ["watch", "--json", "--since", moved], environment: env)
+        try await afterMove.wait("the note saved after the move") { $0.lines.contains { $0["name"] as? String == "actions.md" } }
+        #expect(afterMove.lines.compactMap { $0["name"] as? String } == ["actions.md"], "\(afterMove.stdout)")
+        kill(afterMove.process.processIdentifier, SIGINT)
+        #expect(ChildExit.wait(for: afterMove.process) == 0, "\(afterMove.stderr)")
         // and a position it did not print is refused, with status 64
         #expect(try Self.run("notes", ["watch", "--since", "w1.garbage"], environment: env).status == 64)
         try await daemon.stop()
+    }
+
+    /// A watch position (`w1.` and base64url JSON) with every database token replaced.
+    static func position(_ printed: String, databaseTokens: String) throws -> String {
+        var base64 = String(printed.dropFirst(3)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        let data = try #require(Data(base64Encoded: base64))
+        var object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let databases = try #require(object["databases"] as? [String: Any])
+        object["databases"] = databases.mapValues { _ in databaseTokens }
+        let changed = try JSONSerialization.data(withJSONObject: object, options: .sortedKeys)
+        return "w1."
+            + changed.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
     @Test func daemonHelpHasAnExample() throws {

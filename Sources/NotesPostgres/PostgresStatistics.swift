@@ -59,7 +59,13 @@ extension PostgresStore {
             var rows: Int?
             do {
                 try await database.client.withConnection { connection in
-                    try await connection.query("ANALYZE records", logger: logger)
+                    // The columns plans choose by, not the notes' text; paced as
+                    // autovacuum paces itself, so that the analysis is not a burst of
+                    // the database's CPU beside the saves it is for.
+                    try await connection.query("BEGIN", logger: logger)
+                    try await connection.query("SET LOCAL vacuum_cost_delay = '2ms'", logger: logger)
+                    try await connection.query("ANALYZE records (owner, zone, record_name, parent, name, seq, share_id)", logger: logger)
+                    try await connection.query("COMMIT", logger: logger)
                     for try await count in try await connection.query("SELECT reltuples::bigint FROM pg_class WHERE oid = 'records'::regclass", logger: logger)
                         .decode(Int64.self)
                     {

@@ -42,6 +42,9 @@ package final class PostgresZoneTurns: Sendable {
     /// Zones with a gate now (for tests: none once every write has ended).
     package var count: Int { entries.withLock { $0.count } }
 
+    /// Writes waiting for `zone`'s turn now (for tests).
+    package func waiting(_ zone: ZoneID) -> Int { entries.withLock { $0[zone]?.gate }?.waiting ?? 0 }
+
     private func leave(_ zone: ZoneID) {
         entries.withLock { entries in
             guard var entry = entries[zone] else { return }

@@ -156,4 +156,31 @@ import Testing
             """, database: name)
         #expect(plan.contains("records_pkey"), "\(plan)")
     }
+
+    /// One write per zone at a time on an instance, and writes to different zones at
+    /// once; a zone's turn is forgotten once nobody holds or waits for it.
+    @Test func zoneTurnsLetOtherZonesThroughAndOneZoneOneAtATime() async throws {
+        let turns = PostgresZoneTurns()
+        let first = ZoneID(owner: "alice", name: "first")
+        let second = ZoneID(owner: "alice", name: "second")
+        try await turns.acquire(first)
+        try await turns.acquire(second)  // (would wait for ever if zones shared a turn)
+        let waiter = Task {
+            try await turns.acquire(first)
+            turns.release(first)
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while turns.waiting(first) == 0 {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("a second write of the zone never waited")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(turns.waiting(second) == 0)
+        turns.release(first)
+        try await waiter.value
+        turns.release(second)
+        #expect(turns.count == 0)
+    }
 }

@@ -53,6 +53,10 @@ public struct PostgresChangeFeed: Sendable, Equatable {
 
     /// The payload that tells every instance to end these streams (a few ids and names:
     /// far under PostgreSQL's 8,000 bytes).
+    /// How every payload this instance sends begins: its own notifications come back to
+    /// its listener, and are known by this before any JSON is read.
+    public var ownPrefix: String { "{\"i\":\(Self.quoted(instance))," }
+
     public func payload(ending: [Ending]) -> String {
         let items = ending.map { ending in
             switch ending {

@@ -23,6 +23,8 @@ public final class PostgresChangeListener: Sendable {
 
     let location: PostgresLocation
     let feed: PostgresChangeFeed
+    /// `feed.ownPrefix`, made once.
+    let ownPrefix: String
     let logger: Logger
     let heard: @Sendable ([ChangeNotice]) -> Void
     let ended: @Sendable ([PostgresChangeFeed.Ending]) -> Void
@@ -54,6 +56,7 @@ public final class PostgresChangeListener: Sendable {
         self.reachable = reachable
         self.location = location
         self.feed = feed
+        self.ownPrefix = feed.ownPrefix
         self.logger = logger
         self.pingInterval = pingInterval
         self.pingTimeout = pingTimeout
@@ -168,6 +171,9 @@ public final class PostgresChangeListener: Sendable {
     }
 
     func deliver(_ payload: String) {
+        // This instance's own commits reached its streams directly (every save's echo
+        // was parsed as JSON and then dropped).
+        if payload.hasPrefix(ownPrefix) { return }
         guard let message = PostgresChangeFeed.decode(payload) else {
             // Perhaps a newer notesd's format: everyone fetches, nothing is missed.
             logger.warning("a change notification could not be read; every subscriber is told to fetch", metadata: ["payload": "\(payload.prefix(200))"])

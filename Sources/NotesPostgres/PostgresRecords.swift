@@ -124,13 +124,18 @@ enum PostgresRecords {
         }
         let (epoch, sharesJSON, participationsJSON, usage, accounts, recordsJSON) = try row.decode((Int64, String, String, Int64, [String], String).self)
         let decoder = JSONDecoder()
-        let shares = try decoder.decode([ShareRow].self, from: Data(sharesJSON.utf8)).map {
+        // (Most saves name one new record in a zone without shares: three empty lists,
+        // not worth a decoder's work each.)
+        func rows<Row: Decodable>(_ json: String, as type: Row.Type) throws -> [Row] {
+            json == "[]" ? [] : try decoder.decode([Row].self, from: Data(json.utf8))
+        }
+        let shares = try rows(sharesJSON, as: ShareRow.self).map {
             ZoneAccess.ActiveShare(id: $0.id, rootRecord: $0.root)
         }
-        let participations = try decoder.decode([ParticipationRow].self, from: Data(participationsJSON.utf8)).map {
+        let participations = try rows(participationsJSON, as: ParticipationRow.self).map {
             ZoneAccess.Participation(shareID: $0.id, publicPermission: $0.public, role: $0.role, permission: $0.permission, status: $0.status, changedSeq: $0.seq)
         }
-        let records = try decoder.decode([RecordRow].self, from: Data(recordsJSON.utf8)).map { row in
+        let records = try rows(recordsJSON, as: RecordRow.self).map { row in
             Record(
                 recordName: row.r, zone: zone, recordType: RecordType(rawValue: row.t) ?? .note, name: row.n, parent: row.p.isEmpty ? nil : row.p,
                 body: nil, bytes: nil, createdAt: Date(stored: row.c), modifiedAt: Date(stored: row.m), modifiedBy: row.b,

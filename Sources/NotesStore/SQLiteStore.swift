@@ -5,7 +5,7 @@ public import NotesModel
 public import Foundation
 import GRDB
 public import Logging
-import NotesStoreRules
+package import NotesStoreRules
 import NotesWork
 
 /// The embedded store: one SQLite file in WAL mode, one `DatabasePool` per process.
@@ -26,6 +26,8 @@ public final class SQLiteStore: RecordStore {
     let readers: FairGate
     /// Checkpoints as turns of their own at the writer, charged to who filled the log.
     let checkpoints: CheckpointSchedule
+    /// Link-password guesses this process saw refused.
+    package let guessRefusals = GuessRefusals()
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     /// - Parameter onChange: called after each commit with the accounts to notify.
@@ -207,6 +209,10 @@ public final class SQLiteStore: RecordStore {
             default:
                 break
             }
+        }
+        // A caller that gave up while it waited for the writer or a reader (its client went away).
+        if error is CancellationError {
+            return NotesError(.serviceUnavailable, "The request was cancelled while it waited for the database; try again.")
         }
         logger.error("storage fault", metadata: ["error": "\(error)"])
         return metrics.counted(NotesError(.internalError, "The server failed to store or read data; the error is in its log."))

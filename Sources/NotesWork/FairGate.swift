@@ -135,7 +135,7 @@ public final class FairGate: Sendable {
                     state.lines[account, default: []].append(Waiter(id: id, wake: .resume(continuation)))
                     return false
                 }
-                if admitted { continuation.resume() }
+                if admitted { continuation.resume() } else { leaveIfCancelled(id, of: account) }
             }
         } onCancel: {
             let removed = state.withLock { $0.remove(id, of: account) }
@@ -171,12 +171,26 @@ public final class FairGate: Sendable {
                     state.lines[account, default: []].append(Waiter(id: id, wake: .job(job)))
                     return false
                 }
-                if runNow { Self.startJobs(job, on: self) }
+                if runNow { Self.startJobs(job, on: self) } else if let id { leaveIfCancelled(id, of: account) }
             }
         } onCancel: {
             guard let id else { return }
             let removed = state.withLock { $0.remove(id, of: account) }
             if case .job(let job) = removed?.wake { job.cancel() }
+        }
+    }
+
+    /// Takes a waiter that has just joined its line out again when its task was cancelled
+    /// already. `withTaskCancellationHandler` runs the handler at once for a task
+    /// cancelled before it, when the waiter is not in a line yet: it found nothing to
+    /// remove, and the waiter stayed in its line for good. Whichever of the two removes
+    /// the waiter ends it.
+    private func leaveIfCancelled(_ id: UInt64, of account: String) {
+        guard Task.isCancelled else { return }
+        switch state.withLock({ $0.remove(id, of: account) })?.wake {
+        case .resume(let continuation): continuation.resume(throwing: CancellationError())
+        case .job(let job): job.cancel()
+        case nil: break
         }
     }
 

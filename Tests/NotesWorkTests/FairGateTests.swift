@@ -208,4 +208,32 @@ import Testing
         try await holder.value
         #expect(try await gate.withPermit(for: "bob") { "bob ran" } == "bob ran")
     }
+
+    /// A task cancelled before it came to the gate found no waiter to remove (the
+    /// cancellation handler runs before the wait begins) and then waited for good.
+    @Test func aCallerCancelledBeforeItCameIsNotLeftWaiting() async throws {
+        // Given a gate of one permit, held
+        let gate = FairGate(name: "the writer", permits: 1)
+        #expect(gate.tryAcquire())
+        // When tasks already cancelled ask for it, by both ways in
+        let both = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            let waited = await Result(catching: { try await gate.acquire(for: "alice") })
+            let ran = await Result(catching: { try await gate.runBlocking(for: "alice") { "ran" } })
+            return (waited, ran)
+        }
+        let (waited, ran) = await both.value
+        // Then both give up at once, and nobody is left in the line
+        #expect(throws: CancellationError.self) { try waited.get() }
+        #expect(throws: CancellationError.self) { try ran.get() }
+        #expect(gate.waiting == 0)
+        gate.release()
+        #expect(try await gate.withPermit(for: "bob") { "bob ran" } == "bob ran")
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
 }

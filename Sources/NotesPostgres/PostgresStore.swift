@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 public import NotesModel
+package import NotesStoreRules
 import NotesWork
 import PostgresNIO
 import Synchronization
@@ -30,6 +31,8 @@ public final class PostgresStore: RecordStore {
     /// Where commits are announced to the other instances on this database (none: only
     /// `onChange` hears of them).
     public let changeFeed: PostgresChangeFeed?
+    /// Link-password guesses this process saw refused.
+    package let guessRefusals = GuessRefusals()
     /// The cluster's system identifier, read once (`databasePosition`).
     let clusterID = Mutex<String?>(nil)
     /// When to analyze `records` again.

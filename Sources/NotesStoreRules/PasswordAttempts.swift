@@ -1,5 +1,6 @@
 package import Foundation
 package import NotesModel
+import Synchronization
 
 /// What a store keeps for link passwords: the password of a live link, and the count
 /// of guesses (in the store, so that every notesd sharing it sees the same count).
@@ -13,6 +14,8 @@ package protocol LinkPasswordStore: Sendable {
     func releasePasswordGuess(_ keys: [String]) async throws(NotesError)
     /// What "now" is for the store.
     var now: Date { get }
+    /// The keys this process has seen refused, until their windows end.
+    var guessRefusals: GuessRefusals { get }
 }
 
 /// One key's count as stored: the start of its window and the guesses in it.
@@ -37,10 +40,11 @@ package struct GuessCount: Sendable, Equatable {
 /// from one address (limit 10) were all past the check before the first failure was
 /// written, and 78 of them were hashed and answered.
 package enum PasswordAttempts {
-    /// What `admit` decided: the guess is counted, or refused for this many seconds.
+    /// What `admit` decided: the guess is counted, or refused for this many seconds
+    /// because the keys `until` names are at their limits until then.
     package enum Admission: Sendable, Equatable {
         case counted
-        case refused(retryAfter: Int)
+        case refused(retryAfter: Int, until: [String: Double])
     }
 
     /// The counts to write for one more guess under every key, or the wait when any key
@@ -48,7 +52,7 @@ package enum PasswordAttempts {
     /// starts again at `now`.
     package static func admit(_ stored: [GuessCount], limits: [(key: String, limit: Int)], now: Double) -> (Admission, write: [GuessCount]) {
         let byKey = Dictionary(stored.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
-        var longest: Double?
+        var full: [String: Double] = [:]
         var next: [GuessCount] = []
         for (key, limit) in limits {
             var count = byKey[key] ?? GuessCount(key: key, windowStart: now, guesses: 0)
@@ -56,11 +60,11 @@ package enum PasswordAttempts {
                 count = GuessCount(key: key, windowStart: now, guesses: 0)
             }
             let end = count.windowStart + Limits.passwordWindowSeconds
-            if count.guesses >= limit { longest = max(longest ?? 0, end - now) }
+            if count.guesses >= limit { full[key] = end }
             count.guesses += 1
             next.append(count)
         }
-        if let wait = longest { return (.refused(retryAfter: max(1, Int(wait.rounded(.up)))), []) }
+        if let end = full.values.max() { return (.refused(retryAfter: max(1, Int((end - now).rounded(.up))), until: full), []) }
         return (.counted, next)
     }
 
@@ -74,7 +78,12 @@ package enum PasswordAttempts {
         -> Bool
     {
         let keys = keys(shareID: guarded.shareID, client: client)
-        if case .refused(let seconds) = try await store.reservePasswordGuess(keys) { throw refusal(seconds) }
+        let now = store.now.timeIntervalSince1970
+        if let seconds = store.guessRefusals.wait(for: keys.map(\.key), now: now) { throw refusal(seconds) }
+        if case .refused(let seconds, let until) = try await store.reservePasswordGuess(keys) {
+            store.guessRefusals.remember(until, now: now)
+            throw refusal(seconds)
+        }
         let right: Bool
         do {
             // (Longer than any a link can have: wrong, without hashing it.)
@@ -91,8 +100,10 @@ package enum PasswordAttempts {
         return right
     }
 
+    static func clientKey(_ client: String) -> String { "client:\(client)" }
+
     static func keys(shareID: String, client: String) -> [(key: String, limit: Int)] {
-        [("link:\(shareID)", Limits.passwordFailuresPerLink), ("client:\(client)", Limits.passwordFailuresPerClient)]
+        [("link:\(shareID)", Limits.passwordFailuresPerLink), (clientKey(client), Limits.passwordFailuresPerClient)]
     }
 
     /// Checks a password given to accept a link, before the write: the count of wrong
@@ -102,8 +113,11 @@ package enum PasswordAttempts {
     /// password: retry); nil when no password was given or the link needs none.
     package static func verify(_ password: String?, urlToken: String, actor: String, client: String?, store: some LinkPasswordStore) async throws(NotesError) -> Data? {
         if let password, password.utf8.count > 1024 { throw NotesError(.invalidArguments, "The password is longer than 1,024 bytes.") }
-        guard let password, let guarded = try await store.passwordOfLink(urlToken) else { return nil }
-        guard try await guess(password, against: guarded, client: client ?? "account:\(actor)", store: store) else {
+        guard let password else { return nil }
+        let client = client ?? "account:\(actor)"
+        try refuseEarly(client, store: store)
+        guard let guarded = try await store.passwordOfLink(urlToken) else { return nil }
+        guard try await guess(password, against: guarded, client: client, store: store) else {
             throw NotesError(.permissionFailure, "That is not the link's password; check it with its owner.")
         }
         return guarded.hash
@@ -121,8 +135,10 @@ package enum PasswordAttempts {
         case .failure(let error) where error.code != .notAuthenticated: throw error
         case .failure: break
         }
+        let client = client ?? "socket"
+        try refuseEarly(client, store: store)
         guard let guarded = try await store.passwordOfLink(urlToken) else { throw ShareRules.noPublicPage }
-        guard try await guess(password, against: guarded, client: client ?? "socket", store: store) else {
+        guard try await guess(password, against: guarded, client: client, store: store) else {
             throw NotesError(.permissionFailure, "That is not the link's password; check it with the person who sent you the link.")
         }
         let now = store.now
@@ -132,11 +148,48 @@ package enum PasswordAttempts {
         return (LinkPass.make(urlToken: urlToken, passwordHash: guarded.hash, expires: expires), expires)
     }
 
+    /// A client this process already saw refused is refused before the link is read.
+    private static func refuseEarly(_ client: String, store: some LinkPasswordStore) throws(NotesError) {
+        if let seconds = store.guessRefusals.wait(for: [clientKey(client)], now: store.now.timeIntervalSince1970) { throw refusal(seconds) }
+    }
+
     private static func readable(_ urlToken: String, pass: String?, store: some RecordStore) async -> Result<Share, NotesError> {
         do {
             return .success(try await store.publicShare(urlToken: urlToken, pass: pass).share)
         } catch {
             return .failure(error)
+        }
+    }
+}
+
+/// The guess keys this process saw refused, each until the end of its window: further
+/// guesses under them are refused here, without a transaction. 200 guesses at once
+/// from one address each took a write transaction to learn the answer the tenth had
+/// already given, and on PostgreSQL queued on the same row lock, hundreds a second. The
+/// store stays the authority: this only refuses what it refused (another notesd learns
+/// it from its own first refusal), never admits.
+package final class GuessRefusals: Sendable {
+    /// Keys remembered at most; past it, refusals are not remembered (the store still
+    /// refuses them).
+    static let capacity = 100_000
+
+    private let until = Mutex<[String: Double]>([:])
+
+    package init() {}
+
+    /// The seconds to wait when any of `keys` is remembered as refused at `now`.
+    package func wait(for keys: [String], now: Double) -> Int? {
+        let end = until.withLock { until in keys.compactMap { until[$0] }.max() }
+        guard let end, end > now else { return nil }
+        return max(1, Int((end - now).rounded(.up)))
+    }
+
+    /// Remembers keys refused until the times given.
+    package func remember(_ refused: [String: Double], now: Double) {
+        until.withLock { until in
+            if until.count + refused.count > Self.capacity { until = until.filter { $0.value > now } }
+            guard until.count + refused.count <= Self.capacity else { return }
+            until.merge(refused) { max($0, $1) }
         }
     }
 }

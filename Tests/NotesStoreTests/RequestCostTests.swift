@@ -1,5 +1,8 @@
 import Foundation
 import NotesModel
+@testable import NotesPostgres
+@testable import NotesStore
+import NotesWork
 import Testing
 
 /// Every request's cost is bounded before it is paid, the same way on every backend.
@@ -68,5 +71,51 @@ import Testing
         // And the right password from another address still opens the link, and is not counted
         _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "correct horse", actor: Fixture.carol, client: "198.51.100.7")
         _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "correct horse", actor: Fixture.bob, client: "198.51.100.7")
+    }
+
+    /// Past its limit, a client's every further guess took a write transaction to learn
+    /// that it was refused: 200 guesses at once from one address queued hundreds of
+    /// transactions a second on one PostgreSQL row lock, each holding a connection.
+    @Test(arguments: Backend.allCases)
+    func aClientPastItsLimitIsRefusedWithoutWaitingForTheDatabase(_ backend: Backend) async throws {
+        // Given bob's address past its limit of wrong guesses at a password-protected link
+        let f = try await Fixture(backend)
+        try await f.note("n", "n.md")
+        let share = try await f.store.createShare(NewShare(zone: f.aliceZone, rootRecordName: "n", publicPermission: .readOnly), actor: Fixture.alice)
+        _ = try await f.store.updateShare(id: share.id, ShareUpdate(publicPassword: "correct horse"), actor: Fixture.alice)
+        func guess(from client: String) async -> NotesError.Code? {
+            do {
+                _ = try await f.store.acceptShare(urlToken: share.urlToken, password: "wrong", actor: Fixture.bob, client: client)
+                return nil
+            } catch {
+                return error.code
+            }
+        }
+        for _ in 0..<Limits.passwordFailuresPerClient { #expect(await guess(from: "203.0.113.9") == .permissionFailure) }
+        #expect(await guess(from: "203.0.113.9") == .requestRateLimited)
+
+        // When another caller holds every way into the database (SQLite's writer, every pooled connection)
+        let gate: FairGate = try #require((f.store as? SQLiteStore)?.writer ?? (f.store as? PostgresStore)?.database.connections)
+        var held = 0
+        while gate.tryAcquire() { held += 1 }
+        // Then bob's further guesses are refused at once: each would wait (and, cancelled after 30 s, fail otherwise)
+        let refusals = Task {
+            var codes: [NotesError.Code?] = []
+            for _ in 0..<20 { codes.append(await guess(from: "203.0.113.9")) }
+            return codes
+        }
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(30))
+            refusals.cancel()
+        }
+        let codes = await refusals.value
+        watchdog.cancel()
+        for _ in 0..<held { gate.release() }
+        #expect(codes == Array(repeating: .requestRateLimited, count: 20))
+
+        // And once the window is over, bob's guesses are checked again; another address never waited
+        #expect(await guess(from: "198.51.100.7") == .permissionFailure)
+        f.clock.advance(by: Limits.passwordWindowSeconds + 1)
+        #expect(await guess(from: "203.0.113.9") == .permissionFailure)
     }
 }

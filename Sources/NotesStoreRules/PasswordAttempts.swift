@@ -129,14 +129,15 @@ package enum PasswordAttempts {
     package static func unlock(_ password: String, urlToken: String, client: String?, store: some LinkPasswordStore & RecordStore) async throws(NotesError) -> (
         pass: String, expires: Date
     )? {
+        // An address already refused learns nothing more, about this link or any other.
+        let client = client ?? "socket"
+        try refuseEarly(client, store: store)
         // Unknown, private and expired links answer as they do to anyone: not found.
         switch await readable(urlToken, pass: nil, store: store) {
         case .success: return nil
         case .failure(let error) where error.code != .notAuthenticated: throw error
         case .failure: break
         }
-        let client = client ?? "socket"
-        try refuseEarly(client, store: store)
         guard let guarded = try await store.passwordOfLink(urlToken) else { throw ShareRules.noPublicPage }
         guard try await guess(password, against: guarded, client: client, store: store) else {
             throw NotesError(.permissionFailure, "That is not the link's password; check it with the person who sent you the link.")

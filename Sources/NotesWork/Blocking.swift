@@ -18,9 +18,16 @@ public enum Blocking {
             // sent to one shared concurrent queue waited in one line as wide as the
             // cores, so a victim's read queued behind another account's decodes and
             // writes, whatever turn its gates had given it.
-            DispatchQueue(label: "notesd.blocking", qos: .userInitiated).async { continuation.resume(with: Result { try body() }) }
+            DispatchQueue(label: "notesd.blocking", qos: Self.quality).async { continuation.resume(with: Result { try body() }) }
         }
     }
+
+    /// The quality of service of blocking work's threads. On Linux libdispatch turns a
+    /// quality into a nice value that it sets on the thread (user-initiated: -2), which
+    /// only succeeds for root: notesd as root (its tests and benchmarks) ran its writer
+    /// and readers above its own event loops, and as its service user beside them.
+    /// Default sets 0, notesd's own, whoever runs it.
+    static let quality = DispatchQoS.default
 
     /// The nice value of `background` threads: the kernel gives a thread at nice 0 about
     /// nine times the CPU of one at 10 when both want it.

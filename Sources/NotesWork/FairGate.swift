@@ -228,7 +228,7 @@ public final class FairGate: Sendable {
     /// Runs `job` (which holds a permit) on a thread of its own, then each waiting job the
     /// permit passes to, until it passes to a task or comes free.
     private static func startJobs(_ job: Job, on gate: FairGate) {
-        DispatchQueue(label: "notesd.blocking", qos: .userInitiated).async {
+        DispatchQueue(label: "notesd.blocking", qos: Blocking.quality).async {
             var current = job
             while true {
                 current.run()

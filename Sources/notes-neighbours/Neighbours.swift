@@ -58,7 +58,7 @@ struct Neighbours: AsyncParsableCommand {
     @Flag(
         help: """
             Run the attacking account's requests in this process, beside the victims', instead of \
-            in a process of its own at nice 19 (as if from another machine).
+            in a process of its own in the idle scheduling class (as if from another machine).
             """)
     var attackerInProcess = false
 
@@ -444,7 +444,7 @@ enum Phase {
 }
 
 /// mallory and an anonymous client on her side, running patterns: in this process, or
-/// in one of its own at nice 19 (`runElsewhere`), so that the benchmark's own work of
+/// in one of its own in the idle scheduling class (`runElsewhere`), so that the benchmark's own work of
 /// making her requests does not take the CPU from notesd as it would not from a server
 /// she reached over the network.
 struct Attacker: Sendable {
@@ -507,7 +507,7 @@ struct Attacker: Sendable {
         return Outcome(done: summary.count, errors: summary.errors)
     }
 
-    /// Runs the plan in a new process of this binary at nice 19 and reads its outcome.
+    /// Runs the plan in a new process of this binary (`runAlone`) and reads its outcome.
     static func runElsewhere(_ plan: Plan) async throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
@@ -528,12 +528,27 @@ struct Attacker: Sendable {
         return outcome
     }
 
-    /// The attacking process: lowers its own priority, runs the plan, prints the outcome.
+    /// The attacking process: gives way to every other, runs the plan, prints the outcome.
     static func runAlone(plan text: String) async throws {
         let plan = try JSONDecoder().decode(Plan.self, from: Data(text.utf8))
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-        let outcome = await Attacker(plan).run()
+        yieldEveryThread()
+        let attacker = Attacker(plan)
+        yieldEveryThread()
+        let outcome = await attacker.run()
         print(String(decoding: try JSONEncoder().encode(outcome), as: UTF8.self))
+    }
+
+    /// Puts every thread of this process in the idle scheduling class, which new threads
+    /// inherit. A nice value would not hold: on Linux it belongs to each thread, and
+    /// libdispatch sets its own on its threads (user-initiated work ran at -2 here, above
+    /// notesd, encoding mallory's batches).
+    static func yieldEveryThread() {
+        // (`SCHED_IDLE` from <linux/sched.h>, which Glibc's module does not carry.)
+        let idle: Int32 = 5
+        var parameters = sched_param(sched_priority: 0)
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
+            if let thread = pid_t(entry) { _ = sched_setscheduler(thread, idle, &parameters) }
+        }
     }
 
     static func lanes(_ pattern: Pattern) -> Int {

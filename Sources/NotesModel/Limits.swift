@@ -63,6 +63,11 @@ public enum Limits {
     /// (one request alone is always let in, up to `maxRequestBytes`).
     public static let requestBytesInFlightPerCaller = 128 * 1024 * 1024
 
+    /// While other callers use notesd, one caller's request bodies of 64 KiB or more are
+    /// let in at this many bytes a second (`WritePace`), after a first `pacedBurstBytes`.
+    public static let pacedBytesPerSecond = 16 * 1024 * 1024
+    public static let pacedBurstBytes = 16 * 1024 * 1024
+
     /// Milliseconds a refused request (429) waits before its answer: a client that
     /// ignores `Retry-After` and asks again at once can then send a few requests a
     /// second on each connection, not thousands in all (200 guesses at a time from one

@@ -21,6 +21,7 @@ struct CallerBudgetMiddleware: RouterMiddleware {
     typealias Context = NotesRequestContext
     let budget: CallerBudget
     let clients: ClientAddress
+    let pacer: WritePacer
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let caller: String
@@ -38,6 +39,7 @@ struct CallerBudgetMiddleware: RouterMiddleware {
         let bytes = min(max(declared, 0), Limits.maxRequestBytes + 1)
         try budget.enter(caller, bytes: bytes)
         defer { budget.leave(caller, bytes: bytes) }
+        try await pacer.wait(caller, bytes: bytes)
         var response = try await WorkCaller.$bound.withValue(caller) { try await next(request, context) }
         if let length = response.body.contentLength, length > Self.chargedAnswerBytes {
             response.body = Self.charging(response.body, length: length, to: caller, in: budget)

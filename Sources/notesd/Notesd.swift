@@ -137,6 +137,12 @@ struct Notesd: AsyncParsableCommand {
     @Option(help: "Seconds a request body may take beyond one second per 4 KiB received; a slower upload is cut off.")
     var bodyTimeout: Int = Limits.requestBodySeconds
 
+    @Option(
+        help: ArgumentHelp(
+            "While others use notesd, one account's uploads of 64 KiB or more are let in at this many MiB a second (0: never held back).",
+            valueName: "MIB"))
+    var sharedUploadRate: Int = Limits.pacedBytesPerSecond >> 20
+
     @Option(help: "Seconds a public page may take to render a note before it is shown as plain text.")
     var renderTimeout: Double = 5
 
@@ -197,6 +203,7 @@ struct Notesd: AsyncParsableCommand {
             quotaBytes: quotaBytes, retention: VersionRetention(keepAllDays: keepAllVersions, keepDailyDays: keepDailyVersions), trashDays: trashDays)
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
         guard (1...86_400).contains(bodyTimeout) else { throw ValidationError("--body-timeout must be 1 to 86400 seconds.") }
+        guard (0...65_536).contains(sharedUploadRate) else { throw ValidationError("--shared-upload-rate must be 0 to 65536 MiB a second.") }
         guard renderTimeout.isFinite, renderTimeout >= 0.1, renderTimeout <= 600 else { throw ValidationError("--render-timeout must be 0.1 to 600 seconds.") }
         let notifier = ChangeNotifier()
         let renderer = WorkerRendering(
@@ -206,7 +213,7 @@ struct Notesd: AsyncParsableCommand {
         func serving(_ store: any RecordStore, notReady: @escaping @Sendable () -> String? = { nil }) throws -> [any Service] {
             let api = NotesAPI(
                 store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)),
-                idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, renderer: renderer, metrics: metrics.exposition, notReady: notReady)
+                idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, sharedUploadRate: sharedUploadRate << 20, renderer: renderer, metrics: metrics.exposition, notReady: notReady)
             var services: [any Service] = [
                 UnixSocketServer(
                     application: try api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")),

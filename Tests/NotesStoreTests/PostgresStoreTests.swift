@@ -98,6 +98,28 @@ import Testing
         }
     }
 
+    /// Large notes are stored compressed with lz4, not PostgreSQL's slower default, and
+    /// read back whole.
+    @Test func largeNotesAreCompressedWithLZ4() async throws {
+        let url = try PostgresCluster.shared().createDatabase()
+        let pool = try PostgresPool(url: url)
+        try await pool.database.migrate()
+        let store = PostgresStore(database: pool.database)
+        _ = try await store.createAccount(name: "alice", email: nil, isAdmin: false)
+        let zone = ZoneID(owner: "alice", name: ZoneID.defaultZoneName)
+        let text = String(repeating: "A line of a long note.\n", count: 2_000)
+        _ = try await store.modify(
+            ModifyRequest(zone: zone, saves: [RecordSave(recordName: "long", recordType: .note, name: "long.md", body: text)]), actor: "alice")
+        var methods: [String] = []
+        try await pool.database.client.withConnection { connection in
+            for try await method in try await connection.query("SELECT pg_column_compression(body) FROM contents", logger: Logger(label: "test")).decode(String?.self) {
+                methods.append(method ?? "none")
+            }
+        }
+        #expect(methods == ["lz4"])
+        #expect(try await store.lookUp(["long"], in: zone, actor: "alice").records.first?.body == text)
+    }
+
     /// A database token from another store (SQLite's change numbers, or another
     /// PostgreSQL cluster after a move) has expired: the client lists zones again from
     /// no token. A zone token from before the per-zone counters still pages on.

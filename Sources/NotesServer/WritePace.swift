@@ -90,10 +90,16 @@ final class WritePacer: Sendable {
 
     /// Waits (a sleeping task) until `caller` may send a body of `bytes`.
     func wait(_ caller: String, bytes: Int) async throws {
-        guard enabled, bytes >= WritePace.pacedBytes else { return }
+        let seconds = delay(caller, bytes: bytes)
+        if seconds > 0 { try await Task.sleep(for: .seconds(seconds)) }
+    }
+
+    /// Notes a request of `caller` (every one: a small one shows that its caller is
+    /// active) and returns the seconds its body of `bytes` must wait.
+    func delay(_ caller: String, bytes: Int) -> Double {
+        guard enabled else { return 0 }
         let elapsed = ContinuousClock.now - start
         let now = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let wait = pace.withLock { $0.admit(caller, bytes: bytes, now: now) }
-        if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
+        return pace.withLock { $0.admit(caller, bytes: bytes, now: now) }
     }
 }

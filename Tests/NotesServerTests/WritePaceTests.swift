@@ -35,4 +35,19 @@ import Testing
         // bob's first large body is not held back by what mallory owes
         #expect(pace.admit("account:bob", bytes: 8 * Self.megabyte, now: 0.1) == 0)
     }
+
+    /// The pacer notes every request, small ones included: it once looked only at large
+    /// bodies, never saw alice's saves, and so never held mallory back.
+    @Test func thePacerSeesSmallRequestsAsActivity() {
+        let pacer = WritePacer(WritePace(bytesPerSecond: Double(Self.megabyte), burstBytes: Double(Self.megabyte), activeSeconds: 60))
+        #expect(pacer.delay("account:alice", bytes: 300) == 0)
+        // one body and one burst at once, the next a second later
+        #expect(pacer.delay("account:mallory", bytes: Self.megabyte) == 0)
+        #expect(pacer.delay("account:mallory", bytes: Self.megabyte) == 0)
+        #expect(pacer.delay("account:mallory", bytes: Self.megabyte) > 0.5)
+        // and one never paced holds nobody back
+        let off = WritePacer(nil)
+        #expect(off.delay("account:alice", bytes: 300) == 0)
+        for _ in 0..<3 { #expect(off.delay("account:mallory", bytes: 64 * Self.megabyte) == 0) }
+    }
 }

@@ -67,11 +67,12 @@ public struct PostgresChangeFeed: Sendable, Equatable {
         return "{\"i\":\(Self.quoted(instance)),\"e\":[\(items.joined(separator: ","))]}"
     }
 
-    /// The payloads that announce `notices` (each under `maximumPayloadBytes`).
-    public func payloads(for notices: some Collection<ChangeNotice>, seq: Int64) -> [String] {
+    /// The payloads that announce `notices` (each under `maximumPayloadBytes`; past
+    /// `maximumPayloads` of them, one notice per account and scope).
+    public func payloads(for notices: some Collection<ChangeNotice>, seq: Int64, maximumPayloads: Int = Self.maximumPayloads) -> [String] {
         let sorted = notices.sorted { Self.fields($0).lexicographicallyPrecedes(Self.fields($1)) }
         let precise = pack(sorted, seq: seq)
-        if precise.count <= Self.maximumPayloads { return precise }
+        if precise.count <= maximumPayloads { return precise }
         // Too many to send one by one: each account fetches all it sees.
         let coarse = Set(sorted.map { ChangeNotice(account: $0.account, scope: $0.scope, zone: nil) })
         return pack(coarse.sorted { Self.fields($0).lexicographicallyPrecedes(Self.fields($1)) }, seq: seq)

@@ -156,34 +156,28 @@ public struct InsertRecord: PreparedRows {
 }
 
 /// The last statement of a modify: the zone's counter written back and its change
-/// marked, the notices sent to the other instances, and the bytes the zone's owner holds
-/// after the write (for the quota check).
+/// marked, and the bytes the zone's owner holds after the write (for the quota check).
+/// The other instances hear of it after the commit (`PostgresChangeAnnouncer`).
 public struct FinishModify: PreparedRows {
-    // (Data-modifying WITHs always run; `notified` runs because the query reads it.)
     public static let sql = """
         WITH zone AS (UPDATE zones SET last_seq = $1, changed_seq = $1, changed_txn = pg_current_xact_id()::text::bigint
-                      WHERE owner = $2 AND name = $3 RETURNING 1),
-             notified AS (SELECT pg_notify($4, payload) FROM unnest($5::text[]) AS payload)
-        SELECT COALESCE((SELECT SUM(bytes) FROM usage WHERE owner = $2), 0)::bigint, (SELECT count(*) FROM notified)
+                      WHERE owner = $2 AND name = $3 RETURNING 1)
+        SELECT COALESCE((SELECT SUM(bytes) FROM usage WHERE owner = $2), 0)::bigint, (SELECT count(*) FROM zone)
         """
-    public static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .text, .text, .textArray]
-    let seq: Int64, owner: String, zone: String, channel: String, payloads: [String]
+    public static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .text]
+    let seq: Int64, owner: String, zone: String
 
-    public init(seq: Int64, owner: String, zone: String, channel: String, payloads: [String]) {
+    public init(seq: Int64, owner: String, zone: String) {
         self.seq = seq
         self.owner = owner
         self.zone = zone
-        self.channel = channel
-        self.payloads = payloads
     }
 
     public func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 5)
+        var bindings = PostgresBindings(capacity: 3)
         bindings.append(seq)
         bindings.append(owner)
         bindings.append(zone)
-        bindings.append(channel)
-        bindings.append(payloads)
         return bindings
     }
 }

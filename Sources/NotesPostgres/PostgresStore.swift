@@ -37,17 +37,21 @@ public final class PostgresStore: RecordStore {
     let clusterID = Mutex<String?>(nil)
     /// When to analyze `records` again.
     let statistics = PostgresStatistics()
+    /// Sends committed notices to the other instances (with `changeFeed`).
+    let announcer: PostgresChangeAnnouncer?
 
     /// - Parameter onChange: called after each commit with the accounts to notify.
     /// - Parameter clock: what "now" is (token and link expiry, record times).
     /// - Parameter changeFeed: when given, every commit with notices also sends them
-    ///   with `pg_notify` in the same transaction, for `PostgresChangeListener`s.
+    ///   with `pg_notify` once committed (`PostgresChangeAnnouncer`), for
+    ///   `PostgresChangeListener`s.
     public init(
         database: PostgresDatabase, logger: Logger = Logger(label: "notes.store"), clock: @escaping @Sendable () -> Date = { Date() },
         storage: StoragePolicy = StoragePolicy(), changeFeed: PostgresChangeFeed? = nil,
         onChange: @escaping @Sendable ([ChangeNotice]) -> Void = { _ in }
     ) {
         self.changeFeed = changeFeed
+        announcer = changeFeed.map { PostgresChangeAnnouncer(feed: $0, client: database.client, logger: logger) }
         self.database = database
         self.logger = logger
         self.clock = clock
@@ -63,6 +67,7 @@ public final class PostgresStore: RecordStore {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
         try await database.checkAvailable()
+        try await waitForPace()
         // A zone's writers follow one another on its row lock, which PostgreSQL grants
         // first come, first served: taking turns here first, by account, keeps one
         // account's queued batches from standing between another's save and the lock
@@ -72,22 +77,24 @@ public final class PostgresStore: RecordStore {
         defer { if let turn { database.zoneTurns.release(turn) } }
         try await take(database.connections)
         defer { database.connections.release() }
-        let outcome: (T, Set<ChangeNotice>)
+        let outcome: (T, Set<ChangeNotice>, Int64)
+        let start = ContinuousClock.now
+        defer { WorkPace.held(since: start) }
         do {
             outcome = try await database.client.withTransaction(logger: logger) { connection in
                 metrics.connectionsInUse.increment()
                 defer { metrics.connectionsInUse.decrement() }
                 let context = try await PostgresWrite.begin(SQL(connection: connection, logger: logger), now: clock(), numbering: numbering)
                 let value = try await body(context)
-                // The notices go in the transaction: delivered to the listeners on commit, never on rollback.
-                let payloads = changeFeed.map { $0.payloads(for: context.notices, seq: context.highestSeq) } ?? []
-                try await context.finish(notifying: changeFeed?.channel ?? "", payloads)
-                return (value, context.notices)
+                try await context.finish()
+                return (value, context.notices, context.highestSeq)
             }
         } catch {
             throw convert(error)
         }
         if !outcome.1.isEmpty {
+            // Announced once committed, never on rollback (`PostgresChangeAnnouncer`).
+            announcer?.announce(outcome.1, seq: outcome.2)
             onChange(Array(outcome.1))
         }
         return outcome.0
@@ -137,6 +144,15 @@ public final class PostgresStore: RecordStore {
             }
         } catch {
             throw convert(error)
+        }
+    }
+
+    /// Waits while the caller owes the writer time it held (`WorkPace`).
+    private func waitForPace() async throws(NotesError) {
+        do {
+            try await WorkPace.waitBeforeWrite()
+        } catch {
+            throw NotesError(.serviceUnavailable, "The request was cancelled while it waited for its turn to write; try again.")
         }
     }
 
@@ -353,31 +369,27 @@ final class PostgresWrite {
         }
     }
 
-    /// Writes back the counters that moved, marks the changed zones, and sends
-    /// `payloads` on `channel`, in one statement: the last round trip before the commit.
-    func finish(notifying channel: String, _ payloads: [String]) async throws {
+    /// Writes back the counters that moved and marks the changed zones, in one
+    /// statement: the last round trip before the commit.
+    func finish() async throws {
         if let zone = pendingZone {
-            let row = try await sql.rows(
-                FinishModify(seq: try lastSeq(in: zone), owner: zone.owner, zone: zone.name, channel: channel, payloads: payloads)
-            ).first
+            let row = try await sql.rows(FinishModify(seq: try lastSeq(in: zone), owner: zone.owner, zone: zone.name)).first
             var usage: Int64 = 0
             if let row { (usage, _) = try row.decode((Int64, Int64).self) }
             try checkUsage?(usage)
             return
         }
         let moved = counters.filter { $0.value.last != $0.value.start || changedZones.contains($0.key) }
-        guard !moved.isEmpty || !payloads.isEmpty else { return }
+        guard !moved.isEmpty else { return }
         let zones = Array(moved.keys)
         try await sql.execute(
             """
-            WITH counted AS (
-                UPDATE zones z SET last_seq = v.last,
-                    changed_seq = CASE WHEN v.changed THEN v.last ELSE z.changed_seq END,
-                    changed_txn = CASE WHEN v.changed THEN pg_current_xact_id()::text::bigint ELSE z.changed_txn END
-                FROM unnest(\(zones.map(\.owner))::text[], \(zones.map(\.name))::text[], \(zones.map { moved[$0]!.last })::bigint[],
-                            \(zones.map { changedZones.contains($0) })::bool[]) AS v(owner, name, last, changed)
-                WHERE z.owner = v.owner AND z.name = v.name RETURNING 1)
-            SELECT pg_notify(\(channel), payload) FROM unnest(\(payloads)::text[]) AS payload
+            UPDATE zones z SET last_seq = v.last,
+                changed_seq = CASE WHEN v.changed THEN v.last ELSE z.changed_seq END,
+                changed_txn = CASE WHEN v.changed THEN pg_current_xact_id()::text::bigint ELSE z.changed_txn END
+            FROM unnest(\(zones.map(\.owner))::text[], \(zones.map(\.name))::text[], \(zones.map { moved[$0]!.last })::bigint[],
+                        \(zones.map { changedZones.contains($0) })::bool[]) AS v(owner, name, last, changed)
+            WHERE z.owner = v.owner AND z.name = v.name
             """)
     }
 

@@ -65,7 +65,8 @@ struct PostgresBaseline {
 
     /// notesd's statements for one modify of `saves`, in one transaction, with nothing
     /// between them: BEGIN, the zone's counter, the access read, an INSERT per record, the
-    /// counter written back with the notice, COMMIT.
+    /// counter written back, COMMIT (notesd announces the change to other instances after
+    /// the commit, gathered with others, outside the write).
     private func modify(_ saves: some Collection<RecordSave>, in zone: ZoneID, feed: PostgresChangeFeed) async throws {
         try await client.withTransaction(logger: logger) { connection in
             var seq: Int64 = 0
@@ -84,10 +85,7 @@ struct PostgresBaseline {
                     logger: logger)
                 {}
             }
-            let payloads = feed.payloads(for: [ChangeNotice(account: zone.owner, scope: .private, zone: zone)], seq: seq)
-            for try await _ in try await connection.execute(
-                FinishModify(seq: seq, owner: zone.owner, zone: zone.name, channel: feed.channel, payloads: payloads), logger: logger)
-            {}
+            for try await _ in try await connection.execute(FinishModify(seq: seq, owner: zone.owner, zone: zone.name), logger: logger) {}
         }
     }
 

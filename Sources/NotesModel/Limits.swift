@@ -64,9 +64,17 @@ public enum Limits {
     public static let requestBytesInFlightPerCaller = 128 * 1024 * 1024
 
     /// While other callers use notesd, one caller's request bodies of 64 KiB or more are
-    /// let in at this many bytes a second (`WritePace`), after a first `pacedBurstBytes`.
-    public static let pacedBytesPerSecond = 16 * 1024 * 1024
-    public static let pacedBurstBytes = 16 * 1024 * 1024
+    /// let in at this many bytes a second (`TransferPace`), after a first
+    /// `pacedBurstSeconds` of them.
+    public static let pacedUploadBytesPerSecond = 16 * 1024 * 1024
+    /// As `pacedUploadBytesPerSecond`, for answers of 64 KiB or more (reading costs
+    /// less than storing).
+    public static let pacedDownloadBytesPerSecond = 32 * 1024 * 1024
+    public static let pacedBurstSeconds = 1.0
+    /// While other callers use notesd, the part of the time one caller's writes may hold
+    /// a writer (`TransferPace`): a restore of 10,000 notes, or a stream of imports, then
+    /// takes turns with rests between them.
+    public static let pacedWriterShare = 0.25
 
     /// Milliseconds a refused request (429) waits before its answer: a client that
     /// ignores `Retry-After` and asks again at once can then send a few requests a

@@ -21,7 +21,7 @@ struct CallerBudgetMiddleware: RouterMiddleware {
     typealias Context = NotesRequestContext
     let budget: CallerBudget
     let clients: ClientAddress
-    let pacer: WritePacer
+    let pacer: TransferPacer
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let caller: String
@@ -40,8 +40,11 @@ struct CallerBudgetMiddleware: RouterMiddleware {
         try budget.enter(caller, bytes: bytes)
         defer { budget.leave(caller, bytes: bytes) }
         try await pacer.wait(caller, bytes: bytes)
-        var response = try await WorkCaller.$bound.withValue(caller) { try await next(request, context) }
+        var response = try await WorkCaller.$bound.withValue(caller) {
+            try await WorkPace.$bound.withValue(CallerWriterPacing(caller: caller, pacer: pacer)) { try await next(request, context) }
+        }
         if let length = response.body.contentLength, length > Self.chargedAnswerBytes {
+            pacer.charge(caller, answerBytes: length)
             response.body = Self.charging(response.body, length: length, to: caller, in: budget)
         }
         return response

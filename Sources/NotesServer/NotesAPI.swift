@@ -22,8 +22,10 @@ public struct NotesAPI: Sendable {
     /// Seconds a request body may take beyond what its size earns (see `SlowBodyGuard`).
     public let bodyTimeout: Int
     /// Bytes a second at which one caller's large bodies are let in while others use
-    /// notesd (`WritePace`); 0: never paced.
+    /// notesd (`TransferPace`); 0: never paced.
     public let sharedUploadRate: Int
+    /// As `sharedUploadRate`, for the answers it is sent; 0: never paced.
+    public let sharedDownloadRate: Int
     /// The metrics in Prometheus' text format, for `GET /metrics` (absent: 404).
     public let metrics: (@Sendable () -> [UInt8])?
     /// Why this notesd should not be sent requests now though its database answers (on
@@ -33,11 +35,12 @@ public struct NotesAPI: Sendable {
     public init(
         store: any RecordStore, notifier: ChangeNotifier, publicURL: String, clients: ClientAddress = ClientAddress(),
         idleTimeout: Int = Limits.idleConnectionSeconds, bodyTimeout: Int = Limits.requestBodySeconds,
-        sharedUploadRate: Int = Limits.pacedBytesPerSecond,
+        sharedUploadRate: Int = Limits.pacedUploadBytesPerSecond, sharedDownloadRate: Int = Limits.pacedDownloadBytesPerSecond,
         renderer: any NoteRendering = InProcessRendering(), metrics: (@Sendable () -> [UInt8])? = nil,
         notReady: @escaping @Sendable () -> String? = { nil }
     ) {
         self.sharedUploadRate = sharedUploadRate
+        self.sharedDownloadRate = sharedDownloadRate
         self.notReady = notReady
         self.metrics = metrics
         self.bodyTimeout = bodyTimeout
@@ -67,7 +70,11 @@ public struct NotesAPI: Sendable {
         let budget = CallerBudget()
         let charge = CallerBudgetMiddleware(
             budget: budget, clients: clients,
-            pacer: WritePacer(sharedUploadRate > 0 ? WritePace(bytesPerSecond: Double(sharedUploadRate), burstBytes: Double(max(sharedUploadRate, Limits.pacedBurstBytes))) : nil))
+            pacer: TransferPacer(
+                sharedUploadRate > 0 || sharedDownloadRate > 0
+                    ? TransferPace(
+                        uploadBytesPerSecond: sharedUploadRate > 0 ? Double(sharedUploadRate) : .infinity,
+                        downloadBytesPerSecond: sharedDownloadRate > 0 ? Double(sharedDownloadRate) : .infinity) : nil))
         // Behind an https:// public URL (TLS here or at a proxy), the link cookie is Secure.
         PublicPageController(
             store: store, renderer: renderer, clients: clients, secureCookies: publicURL.lowercased().hasPrefix("https://"),

@@ -1,33 +1,42 @@
 import NotesModel
+import NotesWork
 import Synchronization
 
-/// The pace at which one caller's large request bodies are let in while others are
-/// using notesd.
+/// The pace at which one caller's large transfers (request bodies it sends, answers it
+/// is sent) go while others are using notesd.
 ///
 /// Every byte a caller sends to be stored is written twice by SQLite (its log, then the
 /// database) and parsed once: one account sending 16 MB batches as fast as notesd took
 /// them (about 100 MB/s here) kept the writer busy most of the time, and another's small
 /// save waited for a turn of that stream in most of its slowest cases, however fairly
-/// the turns were given. So while another caller has sent a request in the last
-/// `activeSeconds`, a caller's bodies of `pacedBytes` or more are let in at
-/// `bytesPerSecond`, after a first `burstBytes`; alone on notesd, a caller goes as fast
-/// as it can. A body waits before it is read: the client's connection holds it, not
-/// notesd's memory.
+/// the turns were given. Answers cost the same way on the way out: one account reading a
+/// 4 MiB note back two at a time kept PostgreSQL's backends and notesd's event loops
+/// busy, beside everyone else's saves. So while another caller has sent a request in
+/// the last `activeSeconds`, a caller's transfers are charged to it as time: a body of
+/// `pacedBytes` or more costs its length at `uploadBytesPerSecond`, an answer of as much
+/// its length at `downloadBytesPerSecond`, and a caller's request waits while it owes
+/// more than `burstSeconds`. Alone on notesd, a caller goes as fast as it can. A request
+/// waits before its body is read: the client's connection holds it, not notesd's memory.
 ///
-/// A generic cell rate rule: each caller has the time at which its paced bytes would
-/// have been let in at the rate (`due`); a body may start once `due` is within one burst
-/// of now, and moves `due` on by its own length at the rate.
-struct WritePace: Sendable {
-    let bytesPerSecond: Double
-    let burstBytes: Double
+/// A generic cell rate rule: each caller has the time at which what it moved would have
+/// been let through at the rates (`due`); a request may start once `due` is within
+/// `burstSeconds` of now.
+struct TransferPace: Sendable {
+    let uploadBytesPerSecond: Double
+    let downloadBytesPerSecond: Double
+    let burstSeconds: Double
+    /// The part of the time one caller's writes may hold a writer (SQLite's one writer, a
+    /// zone's counter and a pooled connection on PostgreSQL): a write that held it for
+    /// `t` seconds costs `t / writerShare`.
+    let writerShare: Double
     /// Another caller counts as using notesd for this long after its last request.
     let activeSeconds: Double
-    /// Bodies smaller than this are never paced (a save of a few notes).
+    /// Bodies and answers smaller than this are never charged (a save of a few notes).
     static let pacedBytes = 64 * 1024
     /// Callers remembered at most (the least recent are forgotten first).
     static let remembered = 10_000
 
-    /// Per caller: when its paced bytes are due, and when it last sent a request.
+    /// Per caller: when what it moved is due, and when it last sent a request.
     private var due: [String: Double] = [:]
     private var seen: [String: Double] = [:]
     /// The two most recent callers and when they were seen, which answer "is anyone
@@ -35,31 +44,69 @@ struct WritePace: Sendable {
     private var latest: [(caller: String, at: Double)] = []
 
     init(
-        bytesPerSecond: Double = Double(Limits.pacedBytesPerSecond), burstBytes: Double = Double(Limits.pacedBurstBytes), activeSeconds: Double = 1
+        uploadBytesPerSecond: Double = Double(Limits.pacedUploadBytesPerSecond),
+        downloadBytesPerSecond: Double = Double(Limits.pacedDownloadBytesPerSecond),
+        burstSeconds: Double = Limits.pacedBurstSeconds, writerShare: Double = Limits.pacedWriterShare, activeSeconds: Double = 1
     ) {
-        self.bytesPerSecond = bytesPerSecond
-        self.burstBytes = burstBytes
+        self.writerShare = writerShare
+        self.uploadBytesPerSecond = uploadBytesPerSecond
+        self.downloadBytesPerSecond = downloadBytesPerSecond
+        self.burstSeconds = burstSeconds
         self.activeSeconds = activeSeconds
     }
 
     /// Notes a request of `caller` with a body of `bytes` at `now` (seconds on a
     /// monotonic clock); returns the seconds it must wait before its body is read.
     mutating func admit(_ caller: String, bytes: Int, now: Double) -> Double {
-        let othersActive = latest.contains { $0.caller != caller && now - $0.at < activeSeconds }
+        let othersActive = self.othersActive(than: caller, at: now)
         note(caller, at: now)
-        guard bytes >= Self.pacedBytes else { return 0 }
-        let cost = Double(bytes) / bytesPerSecond
-        let tolerance = burstBytes / bytesPerSecond
+        let cost = bytes >= Self.pacedBytes ? Double(bytes) / uploadBytesPerSecond : 0
         let owed = due[caller] ?? now
         guard othersActive else {
-            // Alone: let in at once; what it sent still counts when others come, up to
-            // one burst (it never owes for the time it had notesd to itself).
-            due[caller] = min(max(owed, now) + cost, now + tolerance)
+            settle(caller, owed: owed, cost: cost, now: now)
             return 0
         }
-        let start = max(now, owed - tolerance)
-        due[caller] = max(owed, start) + cost
+        let start = max(now, owed - burstSeconds)
+        if cost > 0 { due[caller] = max(owed, start) + cost }
         return start - now
+    }
+
+    /// Charges `caller` an answer of `bytes` it was sent at `now`.
+    mutating func charge(_ caller: String, answerBytes bytes: Int, now: Double) {
+        guard bytes >= Self.pacedBytes else { return }
+        charge(caller, cost: Double(bytes) / downloadBytesPerSecond, now: now)
+    }
+
+    /// Charges `caller` a write that held the writer for `seconds`, ending at `now`.
+    mutating func charge(_ caller: String, writerSeconds seconds: Double, now: Double) {
+        charge(caller, cost: max(seconds, 0) / writerShare, now: now)
+    }
+
+    /// The seconds `caller`'s next write must wait at `now` (it does not count as a new
+    /// request: it is part of one already admitted).
+    func writeDelay(_ caller: String, now: Double) -> Double {
+        guard let owed = due[caller], othersActive(than: caller, at: now) else { return 0 }
+        return max(0, owed - burstSeconds - now)
+    }
+
+    private mutating func charge(_ caller: String, cost: Double, now: Double) {
+        let owed = due[caller] ?? now
+        if othersActive(than: caller, at: now) {
+            due[caller] = max(owed, now) + cost
+        } else {
+            settle(caller, owed: owed, cost: cost, now: now)
+        }
+    }
+
+    /// Alone: let through at once; what it moved still counts when others come, up to
+    /// one burst (it never owes for the time it had notesd to itself).
+    private mutating func settle(_ caller: String, owed: Double, cost: Double, now: Double) {
+        guard cost > 0 || owed > now else { return }
+        due[caller] = min(max(owed, now) + cost, now + burstSeconds)
+    }
+
+    private func othersActive(than caller: String, at now: Double) -> Bool {
+        latest.contains { $0.caller != caller && now - $0.at < activeSeconds }
     }
 
     private mutating func note(_ caller: String, at now: Double) {
@@ -69,22 +116,22 @@ struct WritePace: Sendable {
         if latest.count > 2 { latest.removeLast() }
         if seen.count > Self.remembered {
             // Forget those gone for longer than anything they owe.
-            let horizon = now - activeSeconds - burstBytes / bytesPerSecond
+            let horizon = now - activeSeconds - burstSeconds
             seen = seen.filter { $0.value > horizon || (due[$0.key] ?? 0) > now }
             due = due.filter { seen[$0.key] != nil }
         }
     }
 }
 
-/// `WritePace` behind a lock, on the monotonic clock.
-final class WritePacer: Sendable {
-    private let pace: Mutex<WritePace>
+/// `TransferPace` behind a lock, on the monotonic clock.
+final class TransferPacer: Sendable {
+    private let pace: Mutex<TransferPace>
     private let enabled: Bool
     private let start = ContinuousClock.now
 
     /// nil: never paced.
-    init(_ pace: WritePace?) {
-        self.pace = Mutex(pace ?? WritePace())
+    init(_ pace: TransferPace?) {
+        self.pace = Mutex(pace ?? TransferPace())
         enabled = pace != nil
     }
 
@@ -98,8 +145,42 @@ final class WritePacer: Sendable {
     /// active) and returns the seconds its body of `bytes` must wait.
     func delay(_ caller: String, bytes: Int) -> Double {
         guard enabled else { return 0 }
-        let elapsed = ContinuousClock.now - start
-        let now = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let now = self.now
         return pace.withLock { $0.admit(caller, bytes: bytes, now: now) }
     }
+
+    /// Seconds `caller`'s next write waits.
+    func writeDelay(_ caller: String) -> Double {
+        guard enabled else { return 0 }
+        let now = self.now
+        return pace.withLock { $0.writeDelay(caller, now: now) }
+    }
+
+    /// Charges `caller` a write that held the writer for `seconds`.
+    func charge(_ caller: String, writerSeconds seconds: Double) {
+        guard enabled else { return }
+        let now = self.now
+        pace.withLock { $0.charge(caller, writerSeconds: seconds, now: now) }
+    }
+
+    /// Charges `caller` an answer of `bytes`.
+    func charge(_ caller: String, answerBytes bytes: Int) {
+        guard enabled, bytes >= TransferPace.pacedBytes else { return }
+        let now = self.now
+        pace.withLock { $0.charge(caller, answerBytes: bytes, now: now) }
+    }
+
+    private var now: Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+}
+
+/// One caller's writer time, charged to its pace (`WorkPace`).
+struct CallerWriterPacing: WriterPacing {
+    let caller: String
+    let pacer: TransferPacer
+
+    func delayBeforeWrite() -> Double { pacer.writeDelay(caller) }
+    func held(seconds: Double) { pacer.charge(caller, writerSeconds: seconds) }
 }

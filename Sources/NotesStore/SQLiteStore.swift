@@ -91,16 +91,22 @@ public final class SQLiteStore: RecordStore {
     func write<T: Sendable>(small: Bool = false, _ body: @escaping @Sendable (WriteContext) throws -> T) async throws(NotesError) -> T {
         metrics.calls.increment()
         defer { metrics.calls.decrement() }
-        let outcome: (T, Set<ChangeNotice>, checkpointFor: String?)
+        let outcome: (T, Set<ChangeNotice>, checkpointFor: String?, held: ContinuousClock.Instant)
         let caller = WorkCaller.current
-        let transaction: @Sendable () throws -> (T, Set<ChangeNotice>, checkpointFor: String?) = {
+        let transaction: @Sendable () throws -> (T, Set<ChangeNotice>, checkpointFor: String?, held: ContinuousClock.Instant) = {
+            let start = ContinuousClock.now
             let (value, notices) = try self.writeNow { db in
                 let context = try WriteContext(db: db, now: self.clock())
                 let value = try body(context)
                 try context.finish()
                 return (value, context.notices)
             }
-            return (value, notices, self.checkpoints.wrote(caller))
+            return (value, notices, self.checkpoints.wrote(caller), start)
+        }
+        do {
+            try await WorkPace.waitBeforeWrite()
+        } catch {
+            throw NotesError(.serviceUnavailable, "The request was cancelled while it waited for its turn to write; try again.")
         }
         do {
             if small && writer.tryAcquire() {
@@ -112,6 +118,7 @@ public final class SQLiteStore: RecordStore {
         } catch {
             throw convert(error)
         }
+        WorkPace.held(since: outcome.held)
         if !outcome.1.isEmpty {
             onChange(Array(outcome.1))
         }

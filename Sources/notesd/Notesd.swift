@@ -141,7 +141,13 @@ struct Notesd: AsyncParsableCommand {
         help: ArgumentHelp(
             "While others use notesd, one account's uploads of 64 KiB or more are let in at this many MiB a second (0: never held back).",
             valueName: "MIB"))
-    var sharedUploadRate: Int = Limits.pacedBytesPerSecond >> 20
+    var sharedUploadRate: Int = Limits.pacedUploadBytesPerSecond >> 20
+
+    @Option(
+        help: ArgumentHelp(
+            "While others use notesd, one account reads answers of 64 KiB or more at this many MiB a second; past it, its next requests wait (0: never held back).",
+            valueName: "MIB"))
+    var sharedDownloadRate: Int = Limits.pacedDownloadBytesPerSecond >> 20
 
     @Option(help: "Seconds a public page may take to render a note before it is shown as plain text.")
     var renderTimeout: Double = 5
@@ -204,6 +210,7 @@ struct Notesd: AsyncParsableCommand {
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
         guard (1...86_400).contains(bodyTimeout) else { throw ValidationError("--body-timeout must be 1 to 86400 seconds.") }
         guard (0...65_536).contains(sharedUploadRate) else { throw ValidationError("--shared-upload-rate must be 0 to 65536 MiB a second.") }
+        guard (0...65_536).contains(sharedDownloadRate) else { throw ValidationError("--shared-download-rate must be 0 to 65536 MiB a second.") }
         guard renderTimeout.isFinite, renderTimeout >= 0.1, renderTimeout <= 600 else { throw ValidationError("--render-timeout must be 0.1 to 600 seconds.") }
         let notifier = ChangeNotifier()
         let renderer = WorkerRendering(
@@ -213,7 +220,8 @@ struct Notesd: AsyncParsableCommand {
         func serving(_ store: any RecordStore, notReady: @escaping @Sendable () -> String? = { nil }) throws -> [any Service] {
             let api = NotesAPI(
                 store: store, notifier: notifier, publicURL: baseURL, clients: ClientAddress(trustedProxies: Set(trustedProxies)),
-                idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, sharedUploadRate: sharedUploadRate << 20, renderer: renderer, metrics: metrics.exposition, notReady: notReady)
+                idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, sharedUploadRate: sharedUploadRate << 20,
+                sharedDownloadRate: sharedDownloadRate << 20, renderer: renderer, metrics: metrics.exposition, notReady: notReady)
             var services: [any Service] = [
                 UnixSocketServer(
                     application: try api.application(address: .unixDomainSocket(path: paths.socket), logger: Logger(label: "notesd.socket")),

@@ -40,8 +40,14 @@ struct CallerBudgetMiddleware: RouterMiddleware {
         try budget.enter(caller, bytes: bytes)
         defer { budget.leave(caller, bytes: bytes) }
         try await pacer.wait(caller, bytes: bytes)
+        let heavy = pacer.isHeavy(caller, bytes: bytes)
         var response = try await WorkCaller.$bound.withValue(caller) {
-            try await WorkPace.$bound.withValue(CallerWriterPacing(caller: caller, pacer: pacer)) { try await next(request, context) }
+            try await WorkPace.$bound.withValue(CallerWriterPacing(caller: caller, pacer: pacer)) {
+                // A caller using more than its share while others wait runs its work on
+                // threads that give way to the event loops the others' requests run on.
+                guard heavy else { return try await next(request, context) }
+                return try await withTaskExecutorPreference(BackgroundExecutor.shared) { try await next(request, context) }
+            }
         }
         if let length = response.body.contentLength, length > Self.chargedAnswerBytes {
             pacer.charge(caller, answerBytes: length)

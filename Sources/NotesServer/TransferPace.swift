@@ -82,6 +82,13 @@ struct TransferPace: Sendable {
         charge(caller, cost: max(seconds, 0) / writerShare, now: now)
     }
 
+    /// Whether `caller`'s request with a body of `bytes` is heavy work at `now`: while
+    /// others use notesd, a large body, or any request of a caller that owes time.
+    func isHeavy(_ caller: String, bytes: Int, now: Double) -> Bool {
+        guard othersActive(than: caller, at: now) else { return false }
+        return bytes >= Self.pacedBytes || (due[caller] ?? 0) > now
+    }
+
     /// The seconds `caller`'s next write must wait at `now` (it does not count as a new
     /// request: it is part of one already admitted).
     func writeDelay(_ caller: String, now: Double) -> Double {
@@ -89,9 +96,12 @@ struct TransferPace: Sendable {
         return max(0, owed - burstSeconds - now)
     }
 
+    /// (A charge shows its caller active too: a restore is one request for many seconds.)
     private mutating func charge(_ caller: String, cost: Double, now: Double) {
+        let othersActive = self.othersActive(than: caller, at: now)
+        note(caller, at: now)
         let owed = due[caller] ?? now
-        if othersActive(than: caller, at: now) {
+        if othersActive {
             due[caller] = max(owed, now) + cost
         } else {
             settle(caller, owed: owed, cost: cost, now: now)
@@ -147,6 +157,14 @@ final class TransferPacer: Sendable {
         guard enabled else { return 0 }
         let now = self.now
         return pace.withLock { $0.admit(caller, bytes: bytes, now: now) }
+    }
+
+    /// Whether `caller`'s request with a body of `bytes` should run as heavy work
+    /// (`TransferPace.isHeavy`).
+    func isHeavy(_ caller: String, bytes: Int) -> Bool {
+        guard enabled else { return false }
+        let now = self.now
+        return pace.withLock { $0.isHeavy(caller, bytes: bytes, now: now) }
     }
 
     /// Seconds `caller`'s next write waits.

@@ -91,8 +91,15 @@ import Testing
         #expect(pace.writeDelay("account:mallory", now: 2.01) == 0)
         pace.charge("account:mallory", writerSeconds: 0.05, now: 2.06)
         #expect(abs(pace.writeDelay("account:mallory", now: 2.06) - 0.14) < 1e-9)
-        // And when alice has been quiet for a second, mallory writes at once again
+        // And while she owes, her requests are heavy work (run where it gives way to
+        // others'), alice's are not
+        #expect(pace.isHeavy("account:mallory", bytes: 200, now: 2.07))
+        #expect(!pace.isHeavy("account:alice", bytes: 900, now: 2.07))
+        #expect(pace.isHeavy("account:alice", bytes: 1 << 20, now: 2.07))
+        // When alice has been quiet for a second, mallory writes at once again, and her
+        // work is no longer heavy
         #expect(pace.writeDelay("account:mallory", now: 3.1) == 0)
+        #expect(!pace.isHeavy("account:mallory", bytes: 200, now: 3.1))
     }
 
     /// The pacer notes every request, small ones included: it once looked only at large

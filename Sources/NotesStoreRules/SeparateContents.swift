@@ -7,9 +7,12 @@ public import NotesModel
 /// is what every other account's save may wait. Written inline, a batch of 400 notes of
 /// 40 KB (16 MB, and as much again for the versions it keeps) held SQLite's writer for
 /// 125 to 210 ms. Written apart, in transactions of at most `bytesPerTransaction`
-/// (about 3 ms each, others' saves taking their turns between them), the batch's own
-/// transaction only sets references, and a version of a large note costs a reference,
-/// not a copy. Contents that the modify then does not use (it failed) are deleted.
+/// (others' saves taking their turns between them), the batch's own transaction only
+/// sets references, and a version of a large note costs a reference, not a copy. A
+/// group's time is mostly its commit's flush, which grows with what else the disk is
+/// writing: groups of 1 MiB took 3 ms on a quiet server but 27–49 ms once a few hundred
+/// MB had been imported beside other accounts' saves and restores, and another account's
+/// save waited for one of them (p99 22–57 ms); at 256 KiB, 7–22 ms. Contents that the modify then does not use (it failed) are deleted.
 ///
 /// A content counts toward its owner's storage from the modify that takes it, which adds
 /// `charge(_:apart:)` to the owner's usage in its own transaction; one deleted while still
@@ -21,7 +24,7 @@ public enum SeparateContents {
     /// Contents from this size are written apart: below it a note fits its table's page.
     public static let minimumBytes = 4 * 1024
     /// The most content one transaction of contents writes (one larger content alone).
-    public static let bytesPerTransaction = 1 << 20
+    public static let bytesPerTransaction = 1 << 18
 
     /// The indices of `saves` whose content is written apart, grouped into transactions.
     public static func groups(_ saves: [RecordSave]) -> [[Int]] {

@@ -79,7 +79,7 @@ public struct MarkdownRenderer: Sendable {
             if type == CMARK_NODE_HEADING {
                 let text = plainText(node)
                 headings.append(text)
-                if title == nil { title = text }
+                if title == nil { title = MarkdownTitle.bounded(text) }
             }
             if type == CMARK_NODE_LINK || type == CMARK_NODE_IMAGE { links.append(node) }
             if !allowRawHTML && (type == CMARK_NODE_HTML_BLOCK || type == CMARK_NODE_HTML_INLINE) { rawHTML.append(node) }

@@ -22,6 +22,9 @@ import Testing
         ("# [one](a) [two *b*](c) [three\n", "one two b [three"),
         ("# a ] b ) [c] (d) [e](f\n", "a ] b ) [c] (d) [e](f"),
         ("# [x [y](z)\n", "[x y"),
+        ("# Trailing #\t\n", "Trailing"),
+        ("Para\r===\r", "Para"),
+        ("# Überschrift mit Umlauten ünd 日本語\n", "Überschrift mit Umlauten ünd 日本語"),
     ]
 
     @Test func theListingTitleIsThePageTitle() {
@@ -42,6 +45,20 @@ import Testing
             #expect(ContinuousClock.now - start < .seconds(3), "\(text.prefix(8)): \(ContinuousClock.now - start)")
             #expect(title?.isEmpty == false)
         }
+    }
+
+    /// A heading is a name to list, not a paragraph: past `longestTitleBytes` it is cut at
+    /// a character's end and marked, the same in a listing and on the page.
+    @Test func aLongHeadingIsCutTheSameInTheListingAndOnThePage() {
+        let renderer = MarkdownRenderer(allowRawHTML: false, rewriteLink: { $0 })
+        for word in ["word ", "日本語の見出し ", "[link](http://example.com/x) "] {
+            let text = "# " + String(repeating: word, count: 2_000) + "\n\nbody\n"
+            let title = MarkdownTitle.first(in: text)
+            #expect(title == renderer.render(text).title)
+            #expect(title.map { $0.utf8.count <= MarkdownTitle.longestTitleBytes && $0.hasSuffix("…") } == true, "\(word)")
+        }
+        let short = "# " + String(repeating: "x", count: MarkdownTitle.longestTitleBytes) + "\n"
+        #expect(MarkdownTitle.first(in: short) == String(repeating: "x", count: MarkdownTitle.longestTitleBytes))
     }
 
     @Test func onlyTheHeadOfAHugeNoteIsRead() {

@@ -79,19 +79,14 @@ final class PostgresChangeAnnouncer: Sendable {
         }
     }
 
+    /// One statement, its own transaction: `set_config(…, true)` holds until that
+    /// transaction's end, its commit included (four round trips became one).
     private func send(_ payloads: [String]) async throws {
         try await client.withConnection { connection in
-            _ = try await connection.query("BEGIN", logger: logger)
-            do {
-                _ = try await connection.query("SET LOCAL synchronous_commit = off", logger: logger)
-                for try await _ in try await connection.query(
-                    "SELECT pg_notify(\(feed.channel), payload) FROM unnest(\(payloads)::text[]) AS payload", logger: logger)
-                {}
-                _ = try await connection.query("COMMIT", logger: logger)
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
-                throw error
-            }
+            for try await _ in try await connection.query(
+                "SELECT set_config('synchronous_commit', 'off', true), pg_notify(\(feed.channel), payload) FROM unnest(\(payloads)::text[]) AS payload",
+                logger: logger)
+            {}
         }
     }
 }

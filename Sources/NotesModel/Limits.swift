@@ -81,6 +81,10 @@ public enum Limits {
     /// second on each connection, not thousands in all (200 guesses at a time from one
     /// address, each refused at once, took a core of notesd's two to answer).
     public static let refusalDelayMilliseconds = 200
+    /// Refusals one caller gets a second at most: the rest wait their turn
+    /// (`RefusalPace`), so that a client asking again at once on many connections sends
+    /// this many requests a second, not bursts of as many as it has connections.
+    public static let refusalsPerSecondPerCaller = 100
 
     /// Event streams one account may hold open at once (a mount needs one).
     public static let maxEventStreamsPerAccount = 64

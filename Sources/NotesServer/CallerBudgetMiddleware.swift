@@ -24,12 +24,7 @@ struct CallerBudgetMiddleware: RouterMiddleware {
     let pacer: TransferPacer
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let caller: String
-        if let account = context.identity?.account {
-            caller = "account:\(account.name)"
-        } else {
-            caller = "client:\(context.identity?.client ?? clients.of(request, channel: context.channel) ?? "socket")"
-        }
+        let caller = Self.caller(of: request, context: context, clients: clients)
         if request.uri.path == "/v1/events" {
             return try await WorkCaller.$bound.withValue(caller) { try await next(request, context) }
         }
@@ -54,6 +49,12 @@ struct CallerBudgetMiddleware: RouterMiddleware {
             response.body = Self.charging(response.body, length: length, to: caller, in: budget)
         }
         return response
+    }
+
+    /// Who `request` is charged to: its account once identified, else its client's address.
+    static func caller(of request: Request, context: Context, clients: ClientAddress) -> String {
+        if let account = context.identity?.account { return "account:\(account.name)" }
+        return "client:\(context.identity?.client ?? clients.of(request, channel: context.channel) ?? "socket")"
     }
 
     /// Answers up to this size are not charged: their bytes are few next to a request's.

@@ -9,6 +9,9 @@ struct ErrorMiddleware: RouterMiddleware {
     typealias Context = NotesRequestContext
     /// Known paths and their methods, for 405 answers.
     let routes: RouteTable
+    /// When refusals are answered.
+    let refusals: RefusalPace
+    let clients: ClientAddress
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -17,7 +20,7 @@ struct ErrorMiddleware: RouterMiddleware {
             if error.code == .internalError {
                 context.logger.error("internal error", metadata: ["message": "\(error.message)"])
             }
-            if error.code == .requestRateLimited { await Self.delayRefusal() }
+            if error.code == .requestRateLimited { await refusals.hold(CallerBudgetMiddleware.caller(of: request, context: context, clients: clients)) }
             return try error.response(from: request, context: context)
         } catch let error as HTTPError where error.status == .notFound && routes.methods(for: request.uri.path) != nil {
             let allowed = routes.methods(for: request.uri.path)!.map(\.rawValue).sorted()
@@ -48,11 +51,5 @@ struct ErrorMiddleware: RouterMiddleware {
             context.logger.error("unhandled error", metadata: ["error": "\(error)"])
             return try NotesError(.internalError, "The server failed; the error is in its log.").response(from: request, context: context)
         }
-    }
-
-    /// Holds a refusal's answer for `Limits.refusalDelayMilliseconds` (a sleeping task,
-    /// no thread): the connection it came on can ask again only after it.
-    static func delayRefusal() async {
-        try? await Task.sleep(for: .milliseconds(Limits.refusalDelayMilliseconds))
     }
 }

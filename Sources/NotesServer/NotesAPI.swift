@@ -59,7 +59,8 @@ public struct NotesAPI: Sendable {
         // Outside the error mapping, so that it counts the status the client got.
         if metrics != nil { router.add(middleware: MetricsMiddleware()) }
         router.add(middleware: APIVersionMiddleware())
-        router.add(middleware: ErrorMiddleware(routes: routes))
+        let refusals = RefusalPace()
+        router.add(middleware: ErrorMiddleware(routes: routes, refusals: refusals, clients: clients))
         router.get("healthz") { _, _ in JSONResponse.make(["status": "ok"]) }
         // Ready: the database answers and is migrated (503 otherwise, through the error mapping).
         router.get("readyz") { [store, notReady] _, _ in
@@ -78,7 +79,7 @@ public struct NotesAPI: Sendable {
         // Behind an https:// public URL (TLS here or at a proxy), the link cookie is Secure.
         PublicPageController(
             store: store, renderer: renderer, clients: clients, secureCookies: publicURL.lowercased().hasPrefix("https://"),
-            views: PublicViewCounter(store: store)
+            views: PublicViewCounter(store: store), refusals: refusals
         )
         .addRoutes(to: router.group().add(middleware: charge))
         let peers = PeerAccountCache()

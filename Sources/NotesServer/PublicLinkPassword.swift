@@ -23,7 +23,7 @@ extension PublicPageController {
         case .failure(let error) where error.code == .permissionFailure:
             return passwordPage(token: token, status: .forbidden, message: "That is not the password of this link. Check it and try again.")
         case .failure(let error) where error.code == .requestRateLimited:
-            await ErrorMiddleware.delayRefusal()
+            await refusals.hold(CallerBudgetMiddleware.caller(of: request, context: context, clients: clients))
             var response = passwordPage(token: token, status: .tooManyRequests, message: error.message)
             if let wait = error.retryAfter { response.headers[.retryAfter] = String(wait) }
             return response

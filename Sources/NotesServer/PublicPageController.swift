@@ -19,6 +19,8 @@ struct PublicPageController {
     let secureCookies: Bool
     /// Each page or file served counts as a view of its link.
     let views: PublicViewCounter
+    /// When a refused password guess is answered.
+    let refusals: RefusalPace
     /// The cookie that holds a link's pass (one per link: its path is the link's).
     static let passCookie = "notes_link_pass"
     /// Pages rendered once per record version.

@@ -1,5 +1,6 @@
 package import Foundation
 package import NotesModel
+import NotesWork
 import Synchronization
 
 /// What a store keeps for link passwords: the password of a live link, and the count
@@ -78,8 +79,26 @@ package enum PasswordAttempts {
         -> Bool
     {
         let keys = keys(shareID: guarded.shareID, client: client)
+        if let seconds = store.guessRefusals.wait(for: keys.map(\.key), now: store.now.timeIntervalSince1970) { throw refusal(seconds) }
+        // One guess at a time per link and per address in this process (always the link's
+        // turn first, so no two guesses wait for each other): 32 guesses at once from one
+        // address were 32 transactions queued on the same rows, each holding a database
+        // connection, for the answer the tenth had already given.
+        let turns = keys.map(\.key)
+        do {
+            try await guessTurns.acquire(turns[0])
+        } catch {
+            throw busy(error)
+        }
+        defer { guessTurns.release(turns[0]) }
+        do {
+            try await guessTurns.acquire(turns[1])
+        } catch {
+            throw busy(error)
+        }
+        defer { guessTurns.release(turns[1]) }
         let now = store.now.timeIntervalSince1970
-        if let seconds = store.guessRefusals.wait(for: keys.map(\.key), now: now) { throw refusal(seconds) }
+        if let seconds = store.guessRefusals.wait(for: turns, now: now) { throw refusal(seconds) }
         if case .refused(let seconds, let until) = try await store.reservePasswordGuess(keys) {
             store.guessRefusals.remember(until, now: now)
             throw refusal(seconds)
@@ -101,6 +120,14 @@ package enum PasswordAttempts {
     }
 
     static func clientKey(_ client: String) -> String { "client:\(client)" }
+
+    /// Whose turn it is to guess, by guess key (`guess`).
+    static let guessTurns = KeyedTurns<String>(waitingPerAccount: 16) { _ in "password checks of this link" }
+
+    /// A guess that could not wait for its turn: refused (too many waiting), or cancelled.
+    private static func busy(_ error: any Error) -> NotesError {
+        (error as? NotesError) ?? NotesError(.serviceUnavailable, "The password check was cancelled; try again.")
+    }
 
     static func keys(shareID: String, client: String) -> [(key: String, limit: Int)] {
         [("link:\(shareID)", Limits.passwordFailuresPerLink), (clientKey(client), Limits.passwordFailuresPerClient)]

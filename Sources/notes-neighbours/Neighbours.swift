@@ -55,6 +55,9 @@ struct Neighbours: AsyncParsableCommand {
     @Option(help: "Only these patterns (comma-separated: lookup, title, passwords, batches, guesses, restore, all).")
     var patterns: String?
 
+    @Option(help: "Print each victim request slower than this many milliseconds, with its second in the phase (to stderr).")
+    var traceSlow: Double?
+
     @Flag(
         help: """
             Run the attacking account's requests in this process, beside the victims', instead of \
@@ -86,11 +89,12 @@ struct Neighbours: AsyncParsableCommand {
             print(Phase.header)
         }
         let inProcess = attackerInProcess
-        let idle = try await Phase.measure("idle", world: world, daemon: daemon, seconds: duration, idle: nil, attack: [], inProcess: inProcess)
+        let idle = try await Phase.measure("idle", world: world, daemon: daemon, seconds: duration, idle: nil, attack: [], inProcess: inProcess, traceSlow: traceSlow)
         report(idle)
         for pattern in Pattern.allCases where chosen?.contains(pattern.rawValue) ?? true {
             let attack = pattern == .all ? Pattern.allCases.filter { $0 != .all } : [pattern]
-            report(try await Phase.measure(pattern.rawValue, world: world, daemon: daemon, seconds: duration, idle: idle, attack: attack, inProcess: inProcess))
+            report(
+                try await Phase.measure(pattern.rawValue, world: world, daemon: daemon, seconds: duration, idle: idle, attack: attack, inProcess: inProcess, traceSlow: traceSlow))
         }
     }
 
@@ -313,8 +317,26 @@ final class Tally: @unchecked Sendable {
     private var latencies: [Double] = []
     private var errors: [String: Int] = [:]
     private var done = 0
+    private let trace: Trace?
+
+    /// Which requests to print as they end (`--trace-slow`).
+    struct Trace {
+        var label: String
+        var overMilliseconds: Double
+        var start: ContinuousClock.Instant
+    }
+
+    init(trace: Trace? = nil) {
+        self.trace = trace
+    }
 
     func record(_ milliseconds: Double) {
+        if let trace, milliseconds > trace.overMilliseconds {
+            let second = (ContinuousClock.now - trace.start) / .seconds(1)
+            // (The wall-clock time too, to find the request in a server log or a profile.)
+            let line = String(format: "slow: %@ %.1f ms at %.3f s (%.3f)\n", trace.label, milliseconds, second, Date().timeIntervalSince1970)
+            FileHandle.standardError.write(Data(line.utf8))
+        }
         lock.withLock {
             latencies.append(milliseconds)
             done += 1
@@ -363,10 +385,13 @@ enum Phase {
         phase      save p50    p99  ×idle   page p50    p99  ×idle  errors  peak MB    done    429
         """
 
-    static func measure(_ name: String, world: World, daemon: Daemon, seconds: Double, idle: Outcome?, attack: [Pattern], inProcess: Bool) async throws -> Outcome {
+    static func measure(
+        _ name: String, world: World, daemon: Daemon, seconds: Double, idle: Outcome?, attack: [Pattern], inProcess: Bool, traceSlow: Double? = nil
+    ) async throws -> Outcome {
         daemon.resetPeak()
-        let saves = Tally()
-        let pages = Tally()
+        let start = ContinuousClock.now
+        let saves = Tally(trace: traceSlow.map { Tally.Trace(label: "\(name) save", overMilliseconds: $0, start: start) })
+        let pages = Tally(trace: traceSlow.map { Tally.Trace(label: "\(name) page", overMilliseconds: $0, start: start) })
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         var plan = world.plan
         plan.patterns = attack.map(\.rawValue)

@@ -72,7 +72,7 @@ struct OfflineTests {
         let team = try await Self.sharedTeam(people, files: ["plan.md": "one\ntwo\nthree\n"])
         try await people.daemon.stop()
         #expect(Shell.run("sed -i 's/^two$/two by alice/' plan.md", in: team.alice).status == 0)
-        #expect(people.aliceMount.stop())
+        #expect(people.aliceMount.stop(), "the mount did not exit on SIGTERM; its log:\n\(people.aliceMount.log())")
         // and bob's edit of the same line once notesd is back
         try await people.daemon.restart()
         #expect(await eventually(20) { Self.status(people.bobMount!, people.daemon)?["daemon"] as? String == "online" })
@@ -106,7 +106,7 @@ struct OfflineTests {
         try await people.daemon.stop()
         let offline = "mv a.md b.md && printf 'by alice\\n' >> b.md && printf 'by alice\\n' >> c.md && mv c.md d.md && rm gone.md && rm -r Old"
         #expect(Shell.run(offline, in: team.alice).status == 0)
-        #expect(people.aliceMount.stop())
+        #expect(people.aliceMount.stop(), "the mount did not exit on SIGTERM; its log:\n\(people.aliceMount.log())")
         // and meanwhile bob, online again, edits the note she deleted and adds a note to Old
         try await people.daemon.restart()
         #expect(await eventually(20) { fileText("\(team.bob)/gone.md") == "gone\n" })

@@ -140,7 +140,7 @@ struct PosixTests {
         #expect(report?["daemon"] as? String == "offline", "\(status)")
         #expect((report?["queued"] as? Int ?? 0) >= 2, "\(status)")
         #expect((report?["mounts"] as? [String])?.contains(people.aliceMount.mountpoint) == true)
-        #expect(people.aliceMount.stop(), "the mount did not exit on SIGTERM with notesd away")
+        #expect(people.aliceMount.stop(), "the mount did not exit on SIGTERM with notesd away; its log:\n\(people.aliceMount.log())")
         #expect(!MountProcess.isMounted(people.aliceMount.mountpoint))
 
         // Then the next mount (daemon back) uploads what was queued
@@ -161,7 +161,7 @@ struct PosixTests {
         let path = people.aliceMount.path("private/Work/plan.md")
         #expect(await eventually { fileText(path) == "x" })
         let first = Shell.run("stat -c %i '\(path)'").stdout
-        #expect(people.aliceMount.stop())
+        #expect(people.aliceMount.stop(), "the mount did not exit on SIGTERM; its log:\n\(people.aliceMount.log())")
         try FileManager.default.removeItem(atPath: people.aliceMount.cacheDir)
         try people.aliceMount.start()
         #expect(await eventually { fileText(path) == "x" })

@@ -109,7 +109,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                "NotesExport",
+                "NotesExport", "NotesText",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -132,10 +132,16 @@ let package = Package(
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         // cmark-gfm: GitHub-flavoured Markdown (Debian's libcmark-gfm-dev and -extensions-dev).
         .systemLibrary(name: "CCmarkGFM", pkgConfig: "libcmark-gfm", providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]),
+        // A note's plain text without a parser: its title for listings, the text search
+        // indexes. Linear in the bytes, pure Swift.
+        .target(
+            name: "NotesText",
+            swiftSettings: strictSettings
+        ),
         // Markdown to HTML pages and static sites; knows nothing of the store or the mount.
         .target(
             name: "NotesExport",
-            dependencies: ["CCmarkGFM"],
+            dependencies: ["CCmarkGFM", "NotesText"],
             swiftSettings: strictSettings
         ),
         // libgit2, for three-way merges of notes edited on both sides (Debian's libgit2-dev).
@@ -232,7 +238,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "NotesExportTests", dependencies: ["NotesExport"], exclude: ["Fixtures"], swiftSettings: strictSettings),
+        .testTarget(name: "NotesExportTests", dependencies: ["NotesExport", "NotesText"], exclude: ["Fixtures"], swiftSettings: strictSettings),
+        .testTarget(name: "NotesTextTests", dependencies: ["NotesText"], swiftSettings: strictSettings),
         .testTarget(name: "NotesMergeTests", dependencies: ["NotesMerge"], swiftSettings: strictSettings),
         .testTarget(name: "NotesWorkTests", dependencies: ["NotesModel", "NotesWork"], swiftSettings: strictSettings),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),

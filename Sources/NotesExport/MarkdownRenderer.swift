@@ -1,5 +1,6 @@
 import CCmarkGFM
 import Foundation
+import NotesText
 import Synchronization
 
 /// GitHub-flavoured Markdown to HTML with cmark-gfm: tables, task lists, strikethrough,

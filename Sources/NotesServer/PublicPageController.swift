@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NotesExport
+import NotesText
 import NotesModel
 
 /// Public share pages: a share whose public permission is not `none` is served at its

@@ -29,19 +29,19 @@ public enum MarkdownTitle {
         var start = 0
         while start < bytes.count {
             var end = start
-            while end < bytes.count && bytes[end] != newline && bytes[end] != carriageReturn { end += 1 }
-            let next = end < bytes.count && bytes[end] == carriageReturn && end + 1 < bytes.count && bytes[end + 1] == newline ? end + 2 : end + 1
+            while end < bytes.count && bytes[end] != ASCII.newline && bytes[end] != ASCII.carriageReturn { end += 1 }
+            let next = end < bytes.count && bytes[end] == ASCII.carriageReturn && end + 1 < bytes.count && bytes[end + 1] == ASCII.newline ? end + 2 : end + 1
             defer { start = next }
             let line = start..<end
             var indent = 0
-            while start + indent < end && bytes[start + indent] == space { indent += 1 }
+            while start + indent < end && bytes[start + indent] == ASCII.space { indent += 1 }
             let body = start + min(indent, 3)..<end
             if let open = fence {
                 if indent < 4, hasPrefix(bytes, body, open) { fence = nil }
                 previous = nil
                 continue
             }
-            if indent < 4, let opened = [backtick, tilde].first(where: { hasPrefix(bytes, body, $0) }) {
+            if indent < 4, let opened = [ASCII.backtick, ASCII.tilde].first(where: { hasPrefix(bytes, body, $0) }) {
                 fence = opened
                 previous = nil
                 continue
@@ -55,19 +55,11 @@ public enum MarkdownTitle {
                 let title = plain(string(bytes, trimmed(bytes, paragraph)))
                 if !title.isEmpty { return title }
             }
-            let blank = line.allSatisfy { bytes[$0] == space || bytes[$0] == tab }
+            let blank = line.allSatisfy { bytes[$0] == ASCII.space || bytes[$0] == ASCII.tab }
             previous = blank || indent >= 4 ? nil : line
         }
         return nil
     }
-
-    private static let newline = UInt8(ascii: "\n")
-    private static let carriageReturn = UInt8(ascii: "\r")
-    private static let space = UInt8(ascii: " ")
-    private static let tab = UInt8(ascii: "\t")
-    private static let hash = UInt8(ascii: "#")
-    private static let backtick = UInt8(ascii: "`")
-    private static let tilde = UInt8(ascii: "~")
 
     /// Whether `range` of `bytes` starts with three `byte`s (a fence).
     private static func hasPrefix(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ byte: UInt8) -> Bool {
@@ -78,24 +70,24 @@ public enum MarkdownTitle {
     private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Range<Int> {
         var lower = range.lowerBound
         var upper = range.upperBound
-        while lower < upper && (bytes[lower] == space || bytes[lower] == tab) { lower += 1 }
-        while upper > lower && (bytes[upper - 1] == space || bytes[upper - 1] == tab) { upper -= 1 }
+        while lower < upper && (bytes[lower] == ASCII.space || bytes[lower] == ASCII.tab) { lower += 1 }
+        while upper > lower && (bytes[upper - 1] == ASCII.space || bytes[upper - 1] == ASCII.tab) { upper -= 1 }
         return lower..<upper
     }
 
     /// The text of an ATX heading line (a range of `bytes`), or nil if `line` is not one.
     static func atx(_ bytes: UnsafeBufferPointer<UInt8>, _ line: Range<Int>) -> Range<Int>? {
         var hashes = 0
-        while line.lowerBound + hashes < line.upperBound && bytes[line.lowerBound + hashes] == hash { hashes += 1 }
+        while line.lowerBound + hashes < line.upperBound && bytes[line.lowerBound + hashes] == ASCII.hash { hashes += 1 }
         guard (1...6).contains(hashes) else { return nil }
         let rest = line.lowerBound + hashes..<line.upperBound
-        guard rest.isEmpty || bytes[rest.lowerBound] == space || bytes[rest.lowerBound] == tab else { return nil }
+        guard rest.isEmpty || bytes[rest.lowerBound] == ASCII.space || bytes[rest.lowerBound] == ASCII.tab else { return nil }
         let text = trimmed(bytes, rest)
         // A closing sequence of '#' (after a space) is not part of the text.
         var last = text.upperBound
-        while last > text.lowerBound && bytes[last - 1] == hash { last -= 1 }
+        while last > text.lowerBound && bytes[last - 1] == ASCII.hash { last -= 1 }
         if last == text.lowerBound { return text.lowerBound..<text.lowerBound }
-        if last < text.upperBound && (bytes[last - 1] == space || bytes[last - 1] == tab) { return trimmed(bytes, text.lowerBound..<last) }
+        if last < text.upperBound && (bytes[last - 1] == ASCII.space || bytes[last - 1] == ASCII.tab) { return trimmed(bytes, text.lowerBound..<last) }
         return text
     }
 
@@ -120,46 +112,12 @@ public enum MarkdownTitle {
         return kept + "…"
     }
 
-    /// `text` without inline markup: `[label](url)` → label, and `*` and `` ` `` dropped
-    /// (`_` stays: in names like `snake_case` it is text).
-    ///
-    /// Linear in the text: where each `]` and `)` next comes is found in one backward
-    /// pass, so that no `[` scans ahead on its own (a heading of 65,000 `[` took 45 s).
+    /// `text` without inline markup (`MarkdownInline`), trimmed, at most
+    /// `longestTitleBytes`.
     static func plain(_ text: String) -> String {
-        let bytes = Array(text.utf8)
-        let count = bytes.count
-        var nextOpening = [Int](repeating: count, count: count + 1)
-        var nextBracket = [Int](repeating: count, count: count + 1)
-        var nextParenthesis = [Int](repeating: count, count: count + 1)
-        for index in stride(from: count - 1, through: 0, by: -1) {
-            nextOpening[index] = bytes[index] == UInt8(ascii: "[") ? index : nextOpening[index + 1]
-            nextBracket[index] = bytes[index] == UInt8(ascii: "]") ? index : nextBracket[index + 1]
-            nextParenthesis[index] = bytes[index] == UInt8(ascii: ")") ? index : nextParenthesis[index + 1]
-        }
+        var text = text
         var out: [UInt8] = []
-        out.reserveCapacity(count)
-        // Copies `range` without markup. A `]` closes the last `[` before it (as in
-        // CommonMark, a link holds no link), so a label holds no bracket: its copy nests
-        // one call deep, and every byte is looked at once.
-        func copy(_ range: Range<Int>) {
-            var index = range.lowerBound
-            while index < range.upperBound {
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "[") {
-                    let close = nextBracket[index + 1]
-                    if nextOpening[index + 1] > close, close + 1 < range.upperBound, bytes[close + 1] == UInt8(ascii: "("),
-                        nextParenthesis[close + 1] < range.upperBound
-                    {
-                        copy(index + 1..<close)
-                        index = nextParenthesis[close + 1] + 1
-                        continue
-                    }
-                }
-                if byte != UInt8(ascii: "*") && byte != UInt8(ascii: "`") { out.append(byte) }
-                index += 1
-            }
-        }
-        copy(0..<count)
+        text.withUTF8 { MarkdownInline.plain($0, 0..<$0.count, into: &out) }
         // (Only ASCII bytes were dropped, and only whole runs between them: still UTF-8.)
         return bounded(String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespaces))
     }

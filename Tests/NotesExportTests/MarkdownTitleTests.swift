@@ -1,4 +1,5 @@
 import NotesExport
+import NotesText
 import Testing
 
 /// The listing title (a line scan) against the page title (cmark-gfm) on notes as people

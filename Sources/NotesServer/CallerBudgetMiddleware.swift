@@ -35,7 +35,7 @@ struct CallerBudgetMiddleware: RouterMiddleware {
         try budget.enter(caller, bytes: bytes)
         defer { budget.leave(caller, bytes: bytes) }
         try await pacer.wait(caller, bytes: bytes)
-        let heavy = pacer.isHeavy(caller, bytes: bytes)
+        let heavy = pacer.isHeavy(caller, bytes: bytes, underWay: budget.requestsUnderWay(caller))
         var response = try await WorkCaller.$bound.withValue(caller) {
             try await WorkPace.$bound.withValue(CallerWriterPacing(caller: caller, pacer: pacer)) {
                 // A caller using more than its share while others wait runs its work on
@@ -121,6 +121,11 @@ final class CallerBudget: Sendable {
             throw NotesError(
                 .requestRateLimited, "You have too many requests under way at once; wait for some to finish and try again.", retryAfter: 1)
         }
+    }
+
+    /// Requests `caller` has under way now (this one included, once entered).
+    func requestsUnderWay(_ caller: String) -> Int {
+        inFlight.withLock { $0[caller]?.requests ?? 0 }
     }
 
     func leave(_ caller: String, bytes size: Int) {

@@ -82,12 +82,18 @@ struct TransferPace: Sendable {
         charge(caller, cost: max(seconds, 0) / writerShare, now: now)
     }
 
-    /// Whether `caller`'s request with a body of `bytes` is heavy work at `now`: while
-    /// others use notesd, a large body, or any request of a caller that owes time.
-    func isHeavy(_ caller: String, bytes: Int, now: Double) -> Bool {
+    /// Whether `caller`'s request with a body of `bytes` is heavy work at `now`, with
+    /// `underWay` of its requests under way: while others use notesd, a large body, any
+    /// request of a caller that owes time, or of one with more than `lightUnderWay`
+    /// requests under way (bulk work from its first request, before it owes anything).
+    func isHeavy(_ caller: String, bytes: Int, underWay: Int = 1, now: Double) -> Bool {
         guard othersActive(than: caller, at: now) else { return false }
-        return bytes >= Self.pacedBytes || (due[caller] ?? 0) > now
+        return bytes >= Self.pacedBytes || (due[caller] ?? 0) > now || underWay > Self.lightUnderWay
     }
+
+    /// Requests one caller may have under way and still run on the event loops: a
+    /// mount's fetch beside a save.
+    static let lightUnderWay = 2
 
     /// The seconds `caller`'s next write must wait at `now` (it does not count as a new
     /// request: it is part of one already admitted).
@@ -161,10 +167,10 @@ final class TransferPacer: Sendable {
 
     /// Whether `caller`'s request with a body of `bytes` should run as heavy work
     /// (`TransferPace.isHeavy`).
-    func isHeavy(_ caller: String, bytes: Int) -> Bool {
+    func isHeavy(_ caller: String, bytes: Int, underWay: Int = 1) -> Bool {
         guard enabled else { return false }
         let now = self.now
-        return pace.withLock { $0.isHeavy(caller, bytes: bytes, now: now) }
+        return pace.withLock { $0.isHeavy(caller, bytes: bytes, underWay: underWay, now: now) }
     }
 
     /// Seconds `caller`'s next write waits.

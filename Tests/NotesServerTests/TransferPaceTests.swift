@@ -102,6 +102,21 @@ import Testing
         #expect(!pace.isHeavy("account:mallory", bytes: 200, now: 3.1))
     }
 
+    /// A caller with many requests under way is bulk work from its first request, before
+    /// it owes anything: mallory starting every pattern at once (sixteen requests) held
+    /// both event loops in the first half second, before her pacing applied, and alice's
+    /// saves on PostgreSQL took 35-100 ms. A mount's save beside a fetch is not.
+    @Test func manyRequestsUnderWayAreHeavyWorkFromTheFirst() {
+        var pace = Self.pace()
+        _ = pace.admit("account:alice", bytes: 900, now: 1.0)
+        _ = pace.admit("account:mallory", bytes: 200, now: 1.01)
+        #expect(pace.isHeavy("account:mallory", bytes: 200, underWay: 3, now: 1.02))
+        #expect(!pace.isHeavy("account:mallory", bytes: 200, underWay: 2, now: 1.02))
+        #expect(!pace.isHeavy("account:alice", bytes: 900, underWay: 2, now: 1.02))
+        // and alone on notesd, nothing is heavy
+        #expect(!pace.isHeavy("account:mallory", bytes: 200, underWay: 16, now: 2.5))
+    }
+
     /// The pacer notes every request, small ones included: it once looked only at large
     /// bodies, never saw alice's saves, and so never held mallory back.
     @Test func thePacerSeesSmallRequestsAsActivity() {

@@ -1,0 +1,78 @@
+import Foundation
+
+/// A few lines of a found note around its first match, with the matches marked: the
+/// same for every backend and offline, since it is cut from the note's search form.
+public enum SearchSnippet {
+    /// One run of the snippet's text: a match or what lies between matches.
+    public struct Part: Sendable, Equatable, Codable {
+        public var text: String
+        public var match: Bool
+        public init(text: String, match: Bool) {
+            self.text = text
+            self.match = match
+        }
+    }
+
+    /// How far into a note a match is looked for (a match further in gives the
+    /// note's opening lines): the snippet's cost stays small for a note of any size.
+    public static let scannedBytes = 256 * 1024
+    /// Characters shown before the first match, and in all.
+    public static let lead = 60
+    public static let length = 200
+
+    /// The snippet of `form` (a note's text in `SearchForm`) for the terms a match holds.
+    public static func make(_ form: String, terms: [SearchQuery.Term]) -> [Part] {
+        let (text, cut) = bounded(form)
+        let forms = Set(terms.map(\.form)).filter { !$0.isEmpty }
+        var first: Range<String.Index>?
+        for term in forms {
+            if let found = text.range(of: term, options: [.caseInsensitive]), first == nil || found.lowerBound < first!.lowerBound {
+                first = found
+            }
+        }
+        let center = first?.lowerBound ?? text.startIndex
+        var start = text.index(center, offsetBy: -lead, limitedBy: text.startIndex) ?? text.startIndex
+        if start != text.startIndex, let space = text[start..<center].firstIndex(of: " ") { start = text.index(after: space) }
+        let end = text.index(start, offsetBy: length, limitedBy: text.endIndex) ?? text.endIndex
+        let window = text[start..<end]
+
+        var matches: [Range<String.Index>] = []
+        for term in forms {
+            var from = window.startIndex
+            while from < window.endIndex, let found = window.range(of: term, options: [.caseInsensitive], range: from..<window.endIndex) {
+                matches.append(found)
+                from = found.upperBound
+            }
+        }
+        matches.sort { $0.lowerBound < $1.lowerBound }
+        var parts: [Part] = []
+        var cursor = window.startIndex
+        func append(_ slice: Substring, match: Bool) {
+            let plain = SearchForm.plain(slice)
+            guard !plain.isEmpty else { return }
+            if let last = parts.last, last.match == match {
+                parts[parts.count - 1].text += plain
+            } else {
+                parts.append(Part(text: plain, match: match))
+            }
+        }
+        if start != text.startIndex { parts.append(Part(text: "…", match: false)) }
+        for match in matches where match.lowerBound >= cursor {
+            append(window[cursor..<match.lowerBound], match: false)
+            append(window[match], match: true)
+            cursor = match.upperBound
+        }
+        append(window[cursor..<window.endIndex], match: false)
+        if end != text.endIndex || cut { append("…", match: false) }
+        return parts
+    }
+
+    /// At most `scannedBytes` of the form, cut at a character's end, and whether it was cut.
+    static func bounded(_ form: String) -> (Substring, Bool) {
+        let utf8 = form.utf8
+        guard utf8.count > scannedBytes else { return (form[...], false) }
+        var end = utf8.index(utf8.startIndex, offsetBy: scannedBytes)
+        while end > utf8.startIndex && end.samePosition(in: form) == nil { end = utf8.index(before: end) }
+        return (form[..<end], true)
+    }
+}

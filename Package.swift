@@ -52,7 +52,7 @@ let package = Package(
         .target(
             name: "NotesStoreRules",
             dependencies: [
-                "NotesModel", "NotesWork",
+                "NotesModel", "NotesWork", "NotesText",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -63,7 +63,7 @@ let package = Package(
         .target(
             name: "NotesStore",
             dependencies: [
-                "NotesModel", "NotesStoreRules", "NotesWork",
+                "NotesModel", "NotesStoreRules", "NotesWork", "NotesText",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API itself, for writing change pages from column buffers.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

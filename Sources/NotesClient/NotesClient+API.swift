@@ -154,6 +154,11 @@ extension NotesClient {
         try await call(.POST, "/v1/changes", body: API.DatabaseChangesQuery(scope: scope, since: token), as: DatabaseChanges.self)
     }
 
+    /// One page of the notes matching `query` (the search language of `docs/search.md`).
+    public func search(_ query: String, limit: Int? = nil, cursor: String? = nil) async throws(NotesError) -> API.SearchResults {
+        try await call(.POST, "/v1/search", body: API.Search(query: query, limit: limit, cursor: cursor), as: API.SearchResults.self)
+    }
+
     /// One page of a record's history, newest first.
     public func versionsPage(of recordName: String, in zone: ZoneID, limit: Int? = nil, before: String? = nil) async throws(NotesError) -> API.Versions {
         try await call(.POST, "/v1/records/versions", body: API.VersionsQuery(zone: zone, recordName: recordName, limit: limit, before: before), as: API.Versions.self)

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Request and response bodies of the HTTP API that are not model types themselves.
 /// `docs/openapi.yaml` describes the same shapes.
 public enum API {
@@ -252,5 +254,73 @@ public enum API {
                 (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
             }
         return valid ? String(token) : nil
+    }
+}
+
+extension API {
+    /// `POST /v1/search`: a query in the search language (`docs/search.md`) over the
+    /// caller's notes and the shares they accepted.
+    public struct Search: Codable, Sendable {
+        public var query: String
+        /// At most this many results (default `Limits.defaultSearchPage`).
+        public var limit: Int?
+        /// The `next` of the previous page.
+        public var cursor: String?
+        public init(query: String, limit: Int? = nil, cursor: String? = nil) {
+            self.query = query
+            self.limit = limit
+            self.cursor = cursor
+        }
+    }
+
+    /// One run of a snippet: a match, or the text between matches.
+    public struct SnippetPart: Codable, Sendable, Equatable {
+        public var text: String
+        public var match: Bool
+        public init(text: String, match: Bool) {
+            self.text = text
+            self.match = match
+        }
+    }
+
+    /// A note that matched, where it is in a mount, and a few lines of it.
+    public struct SearchHit: Codable, Sendable, Equatable {
+        public var zone: ZoneID
+        public var recordName: String
+        /// The share through which the caller reads it (`nil`: the caller owns it).
+        public var shareID: String?
+        /// Its path in a mount: `private/…` or `shared/OWNER/…`.
+        public var path: String
+        public var title: String
+        public var modifiedBy: String
+        public var modifiedAt: Date
+        public var snippet: [SnippetPart]
+        public init(
+            zone: ZoneID, recordName: String, shareID: String?, path: String, title: String, modifiedBy: String, modifiedAt: Date, snippet: [SnippetPart]
+        ) {
+            self.zone = zone
+            self.recordName = recordName
+            self.shareID = shareID
+            self.path = path
+            self.title = title
+            self.modifiedBy = modifiedBy
+            self.modifiedAt = modifiedAt
+            self.snippet = snippet
+        }
+    }
+
+    public struct SearchResults: Codable, Sendable, Equatable {
+        /// Best first; equal ranks newest first.
+        public var results: [SearchHit]
+        /// Ask again with this `cursor` for the next page; absent on the last.
+        public var next: String?
+        /// False while the index has not yet taken in some of the caller's own latest
+        /// saves (they are found once it has, usually within a second).
+        public var complete: Bool
+        public init(results: [SearchHit], next: String?, complete: Bool) {
+            self.results = results
+            self.next = next
+            self.complete = complete
+        }
     }
 }

@@ -115,5 +115,14 @@ public enum Limits {
     /// Default and largest page of a record's versions; a page also stops past
     /// `maxChangesPageBytes` of text, after its first version.
     public static let defaultVersionsPage = 100
+    /// Search results per page: by default, and at most.
+    public static let defaultSearchPage = 20
+    public static let maxSearchPage = 100
+    /// Results past this many (over all pages) are not ranked: a search that matches
+    /// everything costs its caller a bounded sort.
+    public static let deepestSearchResult = 1_000
+    /// How long a search waits for the index to take in the caller's own latest saves
+    /// before it answers without them (`complete: false`).
+    public static let searchIndexWaitSeconds = 2.0
     public static let maxVersionsPage = 1_000
 }

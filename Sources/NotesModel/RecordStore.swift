@@ -104,6 +104,12 @@ public protocol RecordStore: Sendable {
     /// one), each with the records it brought back so far.
     func unfinishedRestores(startedBefore: Date) async throws(NotesError) -> [UnfinishedRestore]
 
+    // MARK: Search
+
+    /// The notes the caller may read (their own and those of shares they accepted)
+    /// that match `request.query` (`docs/search.md`), best first, a page at a time.
+    func search(_ request: API.Search, actor: String) async throws(NotesError) -> API.SearchResults
+
     // MARK: Shares
 
     func createShare(_ request: NewShare, actor: String) async throws(NotesError) -> Share

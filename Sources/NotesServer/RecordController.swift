@@ -84,6 +84,12 @@ struct RecordController {
             guard restored.records.count > RestoreRules.recordsPerTurn else { return JSONResponse.raw(RecordJSONWriter.encode(restored)) }
             return JSONResponse.raw(try await Blocking.background { RecordJSONWriter.encode(restored) })
         }
+        group.post("search") { request, context in
+            let actor = try context.account().name
+            var request = request
+            let body = try await request.decodeJSON(API.Search.self)
+            return JSONResponse.make(try await store.search(body, actor: actor))
+        }
         group.post("changes") { request, context in
             let actor = try context.account().name
             var request = request

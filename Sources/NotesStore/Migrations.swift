@@ -375,6 +375,35 @@ enum Migrations {
                     CREATE INDEX contents_sizes ON contents (id, size);
                     """)
         }
+        migrator.registerMigration("v15: notes waiting for the search index") { db in
+            try db.execute(
+                sql: """
+                    -- Notes whose text the search index (a database file of its own, see
+                    -- SQLiteSearchIndex) has not yet taken in: every note written, renamed
+                    -- or deleted by any path gets a row here in the same transaction, with
+                    -- an id that only grows. The index keeps the last id it took in;
+                    -- rows up to it are deleted from time to time.
+                    CREATE TABLE search_pending (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        owner TEXT NOT NULL,
+                        zone TEXT NOT NULL,
+                        record_name TEXT NOT NULL,
+                        UNIQUE (owner, zone, record_name)
+                    );
+                    CREATE INDEX search_pending_by_owner ON search_pending (owner, id);
+                    CREATE TRIGGER search_note_insert AFTER INSERT ON records WHEN NEW.record_type = 'note' BEGIN
+                        INSERT OR REPLACE INTO search_pending (owner, zone, record_name) VALUES (NEW.owner, NEW.zone, NEW.record_name);
+                    END;
+                    CREATE TRIGGER search_note_update AFTER UPDATE OF body, content_id, name, record_type ON records
+                    WHEN NEW.record_type = 'note' OR OLD.record_type = 'note' BEGIN
+                        INSERT OR REPLACE INTO search_pending (owner, zone, record_name) VALUES (NEW.owner, NEW.zone, NEW.record_name);
+                    END;
+                    CREATE TRIGGER search_note_delete AFTER DELETE ON records WHEN OLD.record_type = 'note' BEGIN
+                        INSERT OR REPLACE INTO search_pending (owner, zone, record_name) VALUES (OLD.owner, OLD.zone, OLD.record_name);
+                    END;
+                    INSERT INTO search_pending (owner, zone, record_name) SELECT owner, zone, record_name FROM records WHERE record_type = 'note';
+                    """)
+        }
         return migrator
     }
 }

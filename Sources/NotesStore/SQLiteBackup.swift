@@ -70,7 +70,7 @@ public enum SQLiteBackup {
             try FileManager.default.copyItem(atPath: backup, toPath: staged)
             // The schema is brought to this binary's version now, not at notesd's next
             // start: a backup from a newer notesd is refused here.
-            _ = try SQLiteStore(path: staged)
+            _ = try SQLiteStore(path: staged, searchable: false)
             try syncFile(staged)
             var keptAs: String?
             if FileManager.default.fileExists(atPath: database) {
@@ -87,6 +87,9 @@ public enum SQLiteBackup {
             guard rename(staged, database) == 0 else {
                 throw NotesError(.serviceUnavailable, "Cannot put the restored database at \(database): \(String(cString: strerror(errno))).")
             }
+            // The search index described the database before: notesd rebuilds it.
+            let index = SQLiteSearchIndex.path(besides: database)
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: index + suffix) }
             try syncFile((database as NSString).deletingLastPathComponent)
             return (summary, keptAs)
         } catch {

@@ -28,13 +28,17 @@ public final class SQLiteStore: RecordStore {
     let checkpoints: CheckpointSchedule
     /// Link-password guesses this process saw refused.
     package let guessRefusals = GuessRefusals()
+    /// The full-text index, in a file of its own (`nil`: opened for a copy or a
+    /// migration, which never search).
+    let searchIndex: SQLiteSearchIndex?
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     /// - Parameter onChange: called after each commit with the accounts to notify.
     /// - Parameter clock: what "now" is (token and link expiry, record times).
+    /// - Parameter searchable: keep the full-text index (`SQLiteSearchIndex`) beside it.
     public init(
         path: String, logger: Logger = Logger(label: "notes.store"), clock: @escaping @Sendable () -> Date = { Date() },
-        storage: StoragePolicy = StoragePolicy(),
+        storage: StoragePolicy = StoragePolicy(), searchable: Bool = true,
         onChange: @escaping @Sendable ([ChangeNotice]) -> Void = { _ in }
     ) throws(NotesError) {
         var configuration = Configuration()
@@ -58,6 +62,14 @@ public final class SQLiteStore: RecordStore {
             try Migrations.migrator.migrate(pool)
         } catch {
             throw NotesError(.serviceUnavailable, "Cannot open the database at \(path): \(error). Check that the data directory exists and is writable.")
+        }
+        do {
+            searchIndex = searchable ? try SQLiteSearchIndex(storePath: path, storePool: pool, logger: logger) : nil
+        } catch {
+            throw NotesError(
+                .serviceUnavailable,
+                "Cannot open the search index at \(SQLiteSearchIndex.path(besides: path)): \(error). It holds nothing that is not in the database: delete it and start notesd again to rebuild it."
+            )
         }
         self.logger = logger
         self.clock = clock
@@ -122,6 +134,7 @@ public final class SQLiteStore: RecordStore {
         if !outcome.1.isEmpty {
             onChange(Array(outcome.1))
         }
+        searchIndex?.wake(self)
         if let charged = outcome.checkpointFor {
             Task { await WorkCaller.$bound.withValue(charged) { await self.checkpoint() } }
         }

@@ -90,7 +90,7 @@ public struct StoreTransfer: Sendable {
         guard FileManager.default.fileExists(atPath: sqlitePath) else {
             throw NotesError(.invalidArguments, "There is no SQLite database at \(sqlitePath): give the path of notesd's notes.sqlite (in its --data-dir).")
         }
-        _ = try SQLiteStore(path: sqlitePath)
+        _ = try SQLiteStore(path: sqlitePath, searchable: false)
         var configuration = Configuration()
         configuration.readonly = true
         do {

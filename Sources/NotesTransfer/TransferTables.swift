@@ -115,8 +115,9 @@ struct TransferTable: Sendable {
 
     /// SQLite tables that PostgreSQL has no use for: the marks that time SQLite's
     /// tombstones (PostgreSQL's tombstones carry their own time; those moved count
-    /// from the move).
-    static let leftBehind: Set<String> = ["counter_marks"]
+    /// from the move), and the notes waiting for SQLite's search index (PostgreSQL
+    /// indexes every note it is given).
+    static let leftBehind: Set<String> = ["counter_marks", "search_pending"]
 }
 
 /// One value on its way between the databases, in a form both sides compare alike.

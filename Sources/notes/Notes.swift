@@ -25,7 +25,8 @@ struct Notes: AsyncParsableCommand {
         version: "notes \(NotesVersion.release) (API \(NotesVersion.api))",
         subcommands: [
             Whoami.self, AccountCommand.self, TokenCommand.self, Mount.self, Unmount.self, ShareCommand.self, Invitations.self, Accept.self,
-            Participants.self, Unshare.self, Leave.self, History.self, Show.self, Diff.self, Restore.self, Watch.self, Export.self, Status.self, Put.self, Cat.self, List.self,
+            Participants.self, Unshare.self, Leave.self, History.self, Show.self, Diff.self, Restore.self, Search.self, Watch.self, Export.self, Status.self, Put.self, Cat.self,
+            List.self,
         ])
 }
 

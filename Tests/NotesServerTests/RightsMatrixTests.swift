@@ -156,6 +156,19 @@ import Testing
                     let rule = readRule(caller, object)
                     return rule.status == 200 ? Expected(status: 404) : rule
                 }),
+            // Search decides rights inside its query: a filter-only query lists every note
+            // the caller may read (newest first: this cell's world comes first), and the
+            // text of the other one must not show.
+            Operation(
+                id: "search", objects: [.shared, .outside], request: { _, _ in ("POST", "/v1/search", json(API.Search(query: "by:alice"))) },
+                expected: { caller, object in
+                    switch caller {
+                    case .anonymous, .expired: Expected(status: 401)
+                    case .owner: Expected(status: 200, reveals: true)
+                    case .readWrite, .readOnly, .linkJoiner: Expected(status: 200, reveals: object == .shared)
+                    default: Expected(status: 200)
+                    }
+                }),
             Operation(id: "databaseChanges", objects: [.none], request: { _, _ in ("POST", "/v1/changes", #"{"scope":"shared"}"#) }, expected: any(200)),
             Operation(id: "listShares", objects: [.none], request: { _, _ in ("GET", "/v1/shares", nil) }, expected: any(200)),
             Operation(

@@ -53,6 +53,7 @@ let package = Package(
             name: "NotesStoreRules",
             dependencies: [
                 "NotesModel", "NotesWork", "NotesText",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -2,20 +2,21 @@ import Foundation
 import GRDB
 import Logging
 import NotesModel
+import NotesStoreRules
 import NotesText
 import NotesWork
 import Synchronization
 
 /// The full-text index of every note, in a SQLite file of its own beside the store's
-/// (`notes-search.sqlite` for `notes.sqlite`), built from the store's `search_pending`
-/// rows a batch at a time on a thread of lowered priority.
+/// (`notes-search.sqlite` for `notes.sqlite`), which `SearchIndexer` fills from the
+/// store's `search_pending` rows.
 ///
 /// Why a file of its own: indexing a note's trigrams costs about 150 ns a byte (a
 /// 40 KB note 6 ms, a batch of 400 of them two seconds). In the store's file it would
 /// hold the one writer every account's saves wait for; here it holds only this file's.
 /// A save is found once the index took it in, usually within milliseconds; a search
 /// first waits for the saves of the accounts whose notes the caller reads, at most a
-/// bound (`waitForVisibleSaves`).
+/// bound (`SearchIndexer.waitForVisibleSaves`).
 ///
 /// Each batch takes in notes of every account with notes waiting, in turn, so that one
 /// account's import of thousands never holds back the index of the others' notes. The
@@ -23,37 +24,24 @@ import Synchronization
 ///
 /// The index is derived data: it is not backed up, and a file of another schema (or
 /// none) is rebuilt from the store's notes.
-final class SQLiteSearchIndex: Sendable {
+final class SQLiteSearchIndex: SearchIndexStorage {
     /// The schema of the index file; another number means rebuild.
     static let schemaVersion: Int32 = 1
-    /// Notes taken in per batch, and the bytes of text past which a batch stops early.
-    static let batchNotes = 256
-    static let batchBytes = 8 << 20
     /// Rows of `search_pending` already taken in, past which they are deleted.
     static let cleanupRows: Int64 = 2_000
 
+    /// The index file, with the store's attached as `store`.
     let pool: DatabasePool
     let path: String
-    private let logger: Logger
-    private let state = Mutex(State())
+    private let storePool: DatabasePool
+    private let readers: FairGate
+    private let writer: FairGate
+    private let progress = Mutex(Progress())
 
-    private struct State {
-        var running = false
-        var dirty = false
-        /// Per account, the last `search_pending` id taken in, and the last deleted.
+    /// Per account, the last `search_pending` id taken in, and the last deleted.
+    private struct Progress {
         var indexedThrough: [String: Int64] = [:]
         var cleanedThrough: [String: Int64] = [:]
-        var waiters: [Int: Waiter] = [:]
-        var nextWaiter = 0
-
-        func reached(_ targets: [String: Int64]) -> Bool {
-            targets.allSatisfy { indexedThrough[$0.key, default: 0] >= $0.value }
-        }
-    }
-
-    private struct Waiter {
-        var targets: [String: Int64]
-        var continuation: CheckedContinuation<Bool, Never>
     }
 
     /// The index file for the store at `storePath`.
@@ -62,11 +50,14 @@ final class SQLiteSearchIndex: Sendable {
         return url.deletingPathExtension().path + "-search.sqlite"
     }
 
-    /// Opens (or makes, or rebuilds) the index of the store at `storePath`, whose
-    /// writer `storePool` is; a new index asks the store for every note again.
-    init(storePath: String, storePool: DatabasePool, logger: Logger) throws {
+    /// Opens (or makes, or rebuilds) the index of the store at `storePath`; a new
+    /// index asks the store for every note again. Reads and writes of the store's
+    /// file take their turns at the store's gates.
+    init(storePath: String, storePool: DatabasePool, readers: FairGate, writer: FairGate) throws {
         path = Self.path(besides: storePath)
-        self.logger = logger
+        self.storePool = storePool
+        self.readers = readers
+        self.writer = writer
         SQLiteStore.makeOwnerOnly(path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
@@ -122,151 +113,85 @@ final class SQLiteSearchIndex: Sendable {
                         """)
             }
         }
-        let progress = try pool.read { db in
+        let stored = try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT owner, indexed_through FROM progress").map { ($0[0] as String, $0[1] as Int64) }
         }
-        state.withLock { $0.indexedThrough = Dictionary(progress, uniquingKeysWith: max) }
+        progress.withLock { $0.indexedThrough = Dictionary(stored, uniquingKeysWith: max) }
     }
 
-    /// Starts taking in what the store has written, unless that is under way.
-    func wake(_ store: SQLiteStore) {
-        let start = state.withLock { state in
-            if state.running {
-                state.dirty = true
-                return false
-            }
-            state.running = true
-            state.dirty = false
-            return true
+    private func readStore<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(NotesError) -> T {
+        do {
+            return try await readers.runBlocking(for: WorkCaller.notesd) { try self.storePool.read(body) }
+        } catch {
+            throw Self.failure(error)
         }
-        guard start else { return }
-        Task.detached { await self.drain(store) }
     }
 
-    private func drain(_ store: SQLiteStore) async {
-        var failures = 0
-        while true {
-            do {
-                let took = try await takeInBatch(store)
-                failures = 0
-                if took { continue }
-                try await cleanUp(store)
-            } catch {
-                failures += 1
-                logger.warning("the search index could not take in notes; it tries again", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: .seconds(min(30, failures)))
-                continue
-            }
-            let again = state.withLock { state in
-                if state.dirty {
-                    state.dirty = false
-                    return true
+    private static func failure(_ error: any Error) -> NotesError {
+        error as? NotesError ?? NotesError(.serviceUnavailable, "The search index could not be read or written: \(error).")
+    }
+
+    /// Of each account with notes waiting, its oldest, as many of each as the batch has
+    /// room for (whole runs of one account: its progress is the last id taken in).
+    func pending(limit: Int, bytes: Int) async throws(NotesError) -> [PendingNote] {
+        let through = progress.withLock { $0.indexedThrough }
+        return try await readStore { db in
+            let owners = try Row.fetchAll(db.cachedStatement(sql: "SELECT owner, MAX(id) FROM search_pending GROUP BY owner"))
+                .map { ($0[0] as String, $0[1] as Int64) }
+                .filter { $0.1 > through[$0.0, default: 0] }
+                .map(\.0)
+            guard !owners.isEmpty else { return [] }
+            let each = max(1, limit / owners.count)
+            var notes: [PendingNote] = []
+            var taken = 0
+            for owner in owners.shuffled() {
+                let rows = try Row.fetchAll(
+                    db.cachedStatement(sql: "SELECT id, zone, record_name FROM search_pending WHERE owner = ? AND id > ? ORDER BY id LIMIT ?"),
+                    arguments: [owner, through[owner, default: 0], each])
+                for row in rows {
+                    let zone = ZoneID(owner: owner, name: row[1])
+                    let record = try StoredRecord.fetch(db, row[2], in: zone)
+                    let body = record?.recordType == .note ? (record?.body ?? "") : nil
+                    notes.append(PendingNote(id: row[0], owner: owner, zone: zone.name, recordName: row[2], name: record?.name ?? "", body: body))
+                    taken += body?.utf8.count ?? 0
+                    if taken >= bytes { return notes }
                 }
-                state.running = false
-                return false
             }
-            if !again { return }
+            return notes
         }
     }
 
-    /// Takes in one batch; false when nothing was waiting.
-    private func takeInBatch(_ store: SQLiteStore) async throws -> Bool {
-        let through = state.withLock { $0.indexedThrough }
-        let batch = try await store.readAside { db in try Self.pendingNotes(db, after: through) }
-        guard !batch.isEmpty else { return false }
-        let documents = try await Blocking.background {
-            batch.map { note in note.body.map { SearchDocument(name: note.name, body: $0) } }
-        }
-        let reached = batch.reduce(into: [String: Int64]()) { reached, note in reached[note.owner] = max(reached[note.owner] ?? 0, note.id) }
-        try await Blocking.background {
-            try self.pool.write { db in
-                for (note, document) in zip(batch, documents) {
-                    try db.cachedStatement(sql: "DELETE FROM docs WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [
-                        note.owner, note.zone, note.recordName,
-                    ])
-                    if let document {
-                        try db.cachedStatement(sql: "INSERT INTO docs (owner, zone, record_name, title, text) VALUES (?, ?, ?, ?, ?)").execute(arguments: [
-                            note.owner, note.zone, note.recordName, document.title, document.text,
+    func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?]) async throws(NotesError) {
+        let reached = notes.reduce(into: [String: Int64]()) { reached, note in reached[note.owner] = max(reached[note.owner] ?? 0, note.id) }
+        do {
+            try await Blocking.background {
+                try self.pool.write { db in
+                    for (note, document) in zip(notes, documents) {
+                        try db.cachedStatement(sql: "DELETE FROM docs WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [
+                            note.owner, note.zone, note.recordName,
                         ])
+                        if let document {
+                            try db.cachedStatement(sql: "INSERT INTO docs (owner, zone, record_name, title, text) VALUES (?, ?, ?, ?, ?)").execute(arguments: [
+                                note.owner, note.zone, note.recordName, document.title, document.text,
+                            ])
+                        }
+                    }
+                    for (owner, id) in reached {
+                        try db.cachedStatement(sql: "INSERT OR REPLACE INTO progress (owner, indexed_through) VALUES (?, ?)").execute(arguments: [owner, id])
                     }
                 }
-                for (owner, id) in reached {
-                    try db.cachedStatement(sql: "INSERT OR REPLACE INTO progress (owner, indexed_through) VALUES (?, ?)").execute(arguments: [owner, id])
-                }
             }
+        } catch {
+            throw Self.failure(error)
         }
-        let ready = state.withLock { state in
-            for (owner, id) in reached { state.indexedThrough[owner] = id }
-            let ready = state.waiters.filter { state.reached($0.value.targets) }
-            for key in ready.keys { state.waiters[key] = nil }
-            return ready.values.map(\.continuation)
-        }
-        for continuation in ready { continuation.resume(returning: true) }
-        return true
-    }
-
-    private struct PendingNote: Sendable {
-        var id: Int64
-        var owner: String
-        var zone: String
-        var recordName: String
-        var name: String
-        /// The note's text; nil when the note is gone (deleted, trashed, or no note now).
-        var body: String?
-    }
-
-    /// The next notes to take in: of each account with notes waiting, its oldest, as
-    /// many of each as the batch has room for.
-    private static func pendingNotes(_ db: Database, after through: [String: Int64]) throws -> [PendingNote] {
-        let owners = try Row.fetchAll(db.cachedStatement(sql: "SELECT owner, MAX(id) FROM search_pending GROUP BY owner"))
-            .map { ($0[0] as String, $0[1] as Int64) }
-            .filter { $0.1 > through[$0.0, default: 0] }
-            .map(\.0)
-        guard !owners.isEmpty else { return [] }
-        let each = max(1, batchNotes / owners.count)
-        var notes: [PendingNote] = []
-        var bytes = 0
-        for owner in owners.shuffled() {
-            let rows = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT id, zone, record_name FROM search_pending WHERE owner = ? AND id > ? ORDER BY id LIMIT ?"),
-                arguments: [owner, through[owner, default: 0], each])
-            for row in rows {
-                let zone = ZoneID(owner: owner, name: row[1])
-                let record = try StoredRecord.fetch(db, row[2], in: zone)
-                let body = record?.recordType == .note ? (record?.body ?? "") : nil
-                notes.append(PendingNote(id: row[0], owner: owner, zone: zone.name, recordName: row[2], name: record?.name ?? "", body: body))
-                bytes += body?.utf8.count ?? 0
-                // (Whole rows of one account: its progress is the last id taken in.)
-                if bytes >= batchBytes { return notes }
-            }
-        }
-        return notes
-    }
-
-    /// Deletes the store's rows the index took in, once there are enough of them to
-    /// be worth a write of the store's.
-    private func cleanUp(_ store: SQLiteStore) async throws {
-        let (through, cleaned) = state.withLock { ($0.indexedThrough, $0.cleanedThrough) }
-        let done = through.filter { $0.value > cleaned[$0.key, default: 0] }
-        guard done.reduce(0, { $0 + $1.value - cleaned[$1.key, default: 0] }) >= Self.cleanupRows else { return }
-        try await WorkCaller.$bound.withValue(WorkCaller.notesd) {
-            try await store.write { context in
-                for (owner, id) in done {
-                    try context.db.cachedStatement(sql: "DELETE FROM search_pending WHERE owner = ? AND id <= ?").execute(arguments: [owner, id])
-                }
-            }
-        }
-        state.withLock { state in
-            for (owner, id) in done { state.cleanedThrough[owner] = id }
+        progress.withLock { progress in
+            for (owner, id) in reached { progress.indexedThrough[owner] = max(progress.indexedThrough[owner, default: 0], id) }
         }
     }
 
-    /// Waits until the index took in every note saved so far in the zones of `actor`
-    /// and of the accounts whose shares `actor` accepted, at most `seconds`; returns
-    /// whether it did.
-    func waitForVisibleSaves(of actor: String, _ store: SQLiteStore, seconds: Double = Limits.searchIndexWaitSeconds) async throws(NotesError) -> Bool {
-        let through = state.withLock { $0.indexedThrough }
-        let targets = try await store.read { db in
+    func waitingMark(for actor: String) async throws(NotesError) -> [String: Int64]? {
+        let through = progress.withLock { $0.indexedThrough }
+        let targets = try await readStore { db in
             let owners = try String.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -281,32 +206,39 @@ final class SQLiteSearchIndex: Sendable {
             }
             return targets
         }
-        guard !targets.isEmpty else { return true }
-        wake(store)
-        return await withCheckedContinuation { continuation in
-            let key: Int? = state.withLock { state in
-                if state.reached(targets) { return nil }
-                let key = state.nextWaiter
-                state.nextWaiter += 1
-                state.waiters[key] = Waiter(targets: targets, continuation: continuation)
-                return key
+        return targets.isEmpty ? nil : targets
+    }
+
+    func isTakenIn(_ mark: [String: Int64]) async throws(NotesError) -> Bool {
+        progress.withLock { progress in mark.allSatisfy { progress.indexedThrough[$0.key, default: 0] >= $0.value } }
+    }
+
+    /// Deletes the store's rows the index took in, once there are enough of them to be
+    /// worth a write of the store's.
+    func cleanUp() async throws(NotesError) {
+        let (through, cleaned) = progress.withLock { ($0.indexedThrough, $0.cleanedThrough) }
+        let done = through.filter { $0.value > cleaned[$0.key, default: 0] }
+        guard done.reduce(0, { $0 + $1.value - cleaned[$1.key, default: 0] }) >= Self.cleanupRows else { return }
+        do {
+            try await writer.runBlocking(for: WorkCaller.notesd) {
+                try self.storePool.write { db in
+                    for (owner, id) in done {
+                        try db.cachedStatement(sql: "DELETE FROM search_pending WHERE owner = ? AND id <= ?").execute(arguments: [owner, id])
+                    }
+                }
             }
-            guard let key else {
-                continuation.resume(returning: true)
-                return
-            }
-            Task {
-                try? await Task.sleep(for: .seconds(seconds))
-                let waiter = self.state.withLock { $0.waiters.removeValue(forKey: key) }
-                waiter?.continuation.resume(returning: false)
-            }
+        } catch {
+            throw Self.failure(error)
+        }
+        progress.withLock { progress in
+            for (owner, id) in done { progress.cleanedThrough[owner] = id }
         }
     }
 
     /// Notes waiting to be taken in, over every account (progress, `notesd reindex`).
-    func waiting(_ store: SQLiteStore) async throws(NotesError) -> Int {
-        let through = state.withLock { $0.indexedThrough }
-        return try await store.read { db in
+    func waiting() async throws(NotesError) -> Int {
+        let through = progress.withLock { $0.indexedThrough }
+        return try await readStore { db in
             try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT owner FROM search_pending")).reduce(0) { sum, owner in
                 sum
                     + (try Int.fetchOne(

@@ -7,11 +7,16 @@ import NotesText
 extension SQLiteStore {
     public func search(_ request: API.Search, actor: String) async throws(NotesError) -> API.SearchResults {
         let parsed = try SearchRules.Request(request)
-        guard let index = searchIndex else {
+        guard let index = searchIndex, let indexer = searchIndexer else {
             throw NotesError(.serviceUnavailable, "This store was opened without its search index.")
         }
-        let complete = try await index.waitForVisibleSaves(of: actor, self)
-        let hits = try await readSearch(index) { db in try SearchPage(db, parsed, actor: actor).hits() }
+        let complete = try await indexer.waitForVisibleSaves(of: actor)
+        var folder: SearchFolder?
+        if let path = parsed.query.folder {
+            folder = try await SearchRules.folder(path, actor: actor, lookup: SQLiteFolderLookup(store: self, index: index, actor: actor))
+        }
+        let scope = folder
+        let hits = try await readSearch(index) { db in try SearchPage(db, parsed, actor: actor).hits(in: scope) }
         return API.SearchResults(results: Array(hits.prefix(parsed.limit)), next: parsed.next(found: hits.count), complete: complete)
     }
 
@@ -41,15 +46,19 @@ private struct SearchPage {
         self.db = db
         self.request = request
         self.actor = actor
+        readable = try Self.readableShares(db, actor: actor)
+    }
+
+    static func readableShares(_ db: Database, actor: String) throws -> [String: String?] {
+        var readable: [String: String?] = [:]
         for zone in try SQLiteStore.sharedZoneIDs(db, actor: actor) {
-            let access = try ZoneAccess.load(db, zone: zone, actor: actor)
-            if let wide = access.zoneWideShare, access.canRead(shareID: wide) { readable[wide] = .some(nil) }
-            for (root, share) in access.rootShares where access.canRead(shareID: share) { readable[share] = .some(root) }
+            readable.merge(SearchRules.readableShares(try ZoneAccess.load(db, zone: zone, actor: actor))) { first, _ in first }
         }
+        return readable
     }
 
     /// The page's hits (one more than the page when another page follows).
-    func hits() throws -> [API.SearchHit] {
+    func hits(in folder: SearchFolder?) throws -> [API.SearchHit] {
         var conditions = ["r.record_type = 'note'", "(r.owner = ? OR r.share_id IN (SELECT value FROM json_each(?)))", SQLiteStore.shownRecord]
         var arguments: [any DatabaseValueConvertible] = [actor, String(decoding: try JSONEncoder().encode(Array(readable.keys)), as: UTF8.self)]
         let query = request.query
@@ -78,10 +87,24 @@ private struct SearchPage {
             conditions.append("r.modified_at < ?")
             arguments.append(before.timeIntervalSince1970)
         }
-        if let folder = query.folder {
-            let (sql, values) = try folderCondition(folder)
-            conditions.append(sql)
-            arguments.append(contentsOf: values)
+        switch folder {
+        case nil:
+            break
+        case .owned:
+            conditions.append("r.owner = ?")
+            arguments.append(actor)
+        case .shared:
+            conditions.append("r.owner != ?")
+            arguments.append(actor)
+        case .owner(let owner):
+            conditions.append("r.owner = ?")
+            arguments.append(owner)
+        case .zone(let zone):
+            conditions.append("r.owner = ? AND r.zone = ?")
+            arguments.append(contentsOf: [zone.owner, zone.name])
+        case .records(let zone, let names):
+            conditions.append("r.owner = ? AND r.zone = ? AND r.record_name IN (SELECT value FROM json_each(?))")
+            arguments.append(contentsOf: [zone.owner, zone.name, String(decoding: try JSONEncoder().encode(names), as: UTF8.self)])
         }
         arguments.append(request.fetched)
         arguments.append(request.offset)
@@ -138,70 +161,45 @@ private struct SearchPage {
         }
         return names.reversed()
     }
+}
 
-    /// The SQL that keeps the hits to the folder at `path` (a mount path), and its values.
-    func folderCondition(_ path: String) throws -> (String, [any DatabaseValueConvertible]) {
-        let segments = path.split(separator: "/").map(String.init)
-        func missing() -> NotesError {
-            NotesError(.invalidArguments, "in:\(path): there is no such folder in your mount; give its path from the top, as private/… or shared/OWNER/….")
+/// `in:` paths resolved on the store's tables, a short read each.
+private struct SQLiteFolderLookup: SearchFolderLookup {
+    let store: SQLiteStore
+    let index: SQLiteSearchIndex
+    let actor: String
+
+    func child(named name: String, of parent: String?, in zone: ZoneID) async throws(NotesError) -> String? {
+        try await store.readSearch(index) { db in
+            try String.fetchOne(
+                db.cachedStatement(sql: "SELECT record_name FROM store.records WHERE owner = ? AND zone = ? AND parent = ? AND name = ?"),
+                arguments: [zone.owner, zone.name, parent ?? "", name])
         }
-        var zone: ZoneID
-        var rest: ArraySlice<String>
-        var start: String?
-        switch segments.first {
-        case "private":
-            guard segments.count > 1 else { return ("r.owner = ?", [actor]) }
-            let home = ZoneID(owner: actor, name: ZoneID.defaultZoneName)
-            if try child(named: segments[1], of: nil, in: home) != nil {
-                (zone, rest) = (home, segments.dropFirst())
-            } else if try Bool.fetchOne(db, sql: "SELECT 1 FROM store.zones WHERE owner = ? AND name = ?", arguments: [actor, segments[1]]) == true {
-                (zone, rest) = (ZoneID(owner: actor, name: segments[1]), segments.dropFirst(2))
-            } else {
-                throw missing()
-            }
-        case "shared":
-            guard segments.count > 1 else { return ("r.owner != ?", [actor]) }
-            let owner = segments[1]
-            guard segments.count > 2 else { return ("r.owner = ?", [owner]) }
-            let shares = try Row.fetchAll(
-                db, sql: "SELECT id, zone, root_record FROM store.shares WHERE owner = ? AND stopped = 0 AND id IN (SELECT value FROM json_each(?))",
-                arguments: [owner, String(decoding: try JSONEncoder().encode(Array(readable.keys)), as: UTF8.self)])
-            if let wide = shares.first(where: { ($0["root_record"] as String?) == nil && ($0["zone"] as String) == segments[2] }) {
-                (zone, rest) = (ZoneID(owner: owner, name: wide["zone"]), segments.dropFirst(3))
-            } else {
-                var found: (ZoneID, String)?
-                for share in shares {
-                    guard let root: String = share["root_record"] else { continue }
-                    let shareZone = ZoneID(owner: owner, name: share["zone"])
-                    if try Row.fetchOne(
-                        db, sql: "SELECT 1 FROM store.records WHERE owner = ? AND zone = ? AND record_name = ? AND name = ?",
-                        arguments: [owner, shareZone.name, root, segments[2]]) != nil
-                    {
-                        found = (shareZone, root)
-                    }
-                }
-                guard let found else { throw missing() }
-                (zone, rest, start) = (found.0, segments.dropFirst(3), found.1)
-            }
-        default:
-            throw NotesError(.invalidArguments, "in:\(path): a folder's path starts with private/ or shared/, as the mount shows it.")
-        }
-        var folder = start
-        for name in rest {
-            guard let next = try child(named: name, of: folder, in: zone) else { throw missing() }
-            folder = next
-        }
-        guard let folder else { return ("r.owner = ? AND r.zone = ?", [zone.owner, zone.name]) }
-        let below = try StoredRecord.descendants(db, of: folder, in: zone) + [folder]
-        return (
-            "r.owner = ? AND r.zone = ? AND r.record_name IN (SELECT value FROM json_each(?))",
-            [zone.owner, zone.name, String(decoding: try JSONEncoder().encode(below), as: UTF8.self)]
-        )
     }
 
-    private func child(named name: String, of parent: String?, in zone: ZoneID) throws -> String? {
-        try String.fetchOne(
-            db.cachedStatement(sql: "SELECT record_name FROM store.records WHERE owner = ? AND zone = ? AND parent = ? AND name = ?"),
-            arguments: [zone.owner, zone.name, parent ?? "", name])
+    func ownsZone(_ zone: ZoneID) async throws(NotesError) -> Bool {
+        try await store.readSearch(index) { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM store.zones WHERE owner = ? AND name = ?", arguments: [zone.owner, zone.name]) == true
+        }
+    }
+
+    func readableShares(of owner: String) async throws(NotesError) -> [(zone: String, root: (recordName: String, name: String)?)] {
+        let actor = actor
+        let found: [(String, String?, String?)] = try await store.readSearch(index) { db in
+            let readable = try SearchPage.readableShares(db, actor: actor)
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.zone, s.root_record, r.name FROM store.shares s
+                    LEFT JOIN store.records r ON r.owner = s.owner AND r.zone = s.zone AND r.record_name = s.root_record
+                    WHERE s.owner = ? AND s.stopped = 0 AND s.id IN (SELECT value FROM json_each(?))
+                    """, arguments: [owner, String(decoding: try JSONEncoder().encode(Array(readable.keys)), as: UTF8.self)]
+            ).map { ($0[0], $0[1], $0[2]) }
+        }
+        return found.map { zone, root, name in (zone: zone, root: root.map { (recordName: $0, name: name ?? "") }) }
+    }
+
+    func below(_ recordName: String, in zone: ZoneID) async throws(NotesError) -> [String] {
+        try await store.readSearch(index) { db in try StoredRecord.descendants(db, of: recordName, in: zone) }
     }
 }

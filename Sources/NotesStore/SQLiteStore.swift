@@ -28,9 +28,10 @@ public final class SQLiteStore: RecordStore {
     let checkpoints: CheckpointSchedule
     /// Link-password guesses this process saw refused.
     package let guessRefusals = GuessRefusals()
-    /// The full-text index, in a file of its own (`nil`: opened for a copy or a
-    /// migration, which never search).
+    /// The full-text index, in a file of its own, and what fills it (`nil`: opened for
+    /// a copy or a migration, which never search).
     let searchIndex: SQLiteSearchIndex?
+    let searchIndexer: SearchIndexer?
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     /// - Parameter onChange: called after each commit with the accounts to notify.
@@ -64,13 +65,14 @@ public final class SQLiteStore: RecordStore {
             throw NotesError(.serviceUnavailable, "Cannot open the database at \(path): \(error). Check that the data directory exists and is writable.")
         }
         do {
-            searchIndex = searchable ? try SQLiteSearchIndex(storePath: path, storePool: pool, logger: logger) : nil
+            searchIndex = searchable ? try SQLiteSearchIndex(storePath: path, storePool: pool, readers: readers, writer: writer) : nil
         } catch {
             throw NotesError(
                 .serviceUnavailable,
                 "Cannot open the search index at \(SQLiteSearchIndex.path(besides: path)): \(error). It holds nothing that is not in the database: delete it and start notesd again to rebuild it."
             )
         }
+        searchIndexer = searchIndex.map { SearchIndexer(storage: $0, logger: logger) }
         self.logger = logger
         self.clock = clock
         self.storage = storage
@@ -134,7 +136,7 @@ public final class SQLiteStore: RecordStore {
         if !outcome.1.isEmpty {
             onChange(Array(outcome.1))
         }
-        searchIndex?.wake(self)
+        searchIndexer?.wake()
         if let charged = outcome.checkpointFor {
             Task { await WorkCaller.$bound.withValue(charged) { await self.checkpoint() } }
         }

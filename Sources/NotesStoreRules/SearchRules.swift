@@ -69,3 +69,85 @@ public enum SearchRules {
     /// The title shown for a hit, from its title in `SearchForm`.
     public static func title(_ form: String) -> String { SearchDocument.shownTitle(form) }
 }
+
+/// The notes an `in:` filter keeps.
+public enum SearchFolder: Sendable, Equatable {
+    /// `private`: the caller's own notes.
+    case owned
+    /// `shared`: notes of others the caller reads.
+    case shared
+    /// `shared/OWNER`.
+    case owner(String)
+    /// A whole zone (`private/ZONE`, `shared/OWNER/ZONE` of a zone-wide share).
+    case zone(ZoneID)
+    /// These records of a zone (a folder and everything below it, or one note).
+    case records(ZoneID, [String])
+}
+
+/// What resolving an `in:` path needs from a backend.
+public protocol SearchFolderLookup: Sendable {
+    /// The record named `name` in `parent` (nil: the zone's root).
+    func child(named name: String, of parent: String?, in zone: ZoneID) async throws(NotesError) -> String?
+    /// Whether the caller owns a zone of that name.
+    func ownsZone(_ zone: ZoneID) async throws(NotesError) -> Bool
+    /// The shares of `owner` the caller reads: each one's zone, and its root record
+    /// with that record's name (nil for a zone-wide share).
+    func readableShares(of owner: String) async throws(NotesError) -> [(zone: String, root: (recordName: String, name: String)?)]
+    /// Every record below `recordName`, at any depth.
+    func below(_ recordName: String, in zone: ZoneID) async throws(NotesError) -> [String]
+}
+
+extension SearchRules {
+    /// The notes of the folder at `path` (a mount path, as `SearchQuery.folder`), as
+    /// the caller's mount lays them out (`mountPath`).
+    public static func folder(_ path: String, actor: String, lookup: some SearchFolderLookup) async throws(NotesError) -> SearchFolder {
+        let segments = path.split(separator: "/").map(String.init)
+        let missing = NotesError(
+            .invalidArguments, "in:\(path): there is no such folder in your mount; give its path from the top, as private/… or shared/OWNER/….")
+        var zone: ZoneID
+        var rest: ArraySlice<String>
+        var start: String?
+        switch segments.first {
+        case "private":
+            guard segments.count > 1 else { return .owned }
+            let home = ZoneID(owner: actor, name: ZoneID.defaultZoneName)
+            if try await lookup.child(named: segments[1], of: nil, in: home) != nil {
+                (zone, rest) = (home, segments.dropFirst())
+            } else if try await lookup.ownsZone(ZoneID(owner: actor, name: segments[1])) {
+                (zone, rest) = (ZoneID(owner: actor, name: segments[1]), segments.dropFirst(2))
+            } else {
+                throw missing
+            }
+        case "shared":
+            guard segments.count > 1 else { return .shared }
+            let owner = segments[1]
+            guard segments.count > 2 else { return .owner(owner) }
+            let shares = try await lookup.readableShares(of: owner)
+            if let wide = shares.first(where: { $0.root == nil && $0.zone == segments[2] }) {
+                (zone, rest) = (ZoneID(owner: owner, name: wide.zone), segments.dropFirst(3))
+            } else if let share = shares.first(where: { $0.root?.name == segments[2] }), let root = share.root {
+                (zone, rest, start) = (ZoneID(owner: owner, name: share.zone), segments.dropFirst(3), root.recordName)
+            } else {
+                throw missing
+            }
+        default:
+            throw NotesError(.invalidArguments, "in:\(path): a folder's path starts with private/ or shared/, as the mount shows it.")
+        }
+        var folder = start
+        for name in rest {
+            guard let next = try await lookup.child(named: name, of: folder, in: zone) else { throw missing }
+            folder = next
+        }
+        guard let folder else { return .zone(zone) }
+        return .records(zone, try await lookup.below(folder, in: zone) + [folder])
+    }
+
+    /// The share IDs `access` lets its caller read, each with its root record (nil:
+    /// zone-wide), for the rights of a search.
+    package static func readableShares(_ access: ZoneAccess) -> [String: String?] {
+        var readable: [String: String?] = [:]
+        if let wide = access.zoneWideShare, access.canRead(shareID: wide) { readable[wide] = .some(nil) }
+        for (root, share) in access.rootShares where access.canRead(shareID: share) { readable[share] = .some(root) }
+        return readable
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+public import Logging
+public import NotesModel
+public import NotesText
+import NotesWork
+import Synchronization
+
+/// A note a store wrote since the search index last took it in.
+public struct PendingNote: Sendable {
+    /// The id of its `search_pending` row (grows with every write of the note).
+    public var id: Int64
+    public var owner: String
+    public var zone: String
+    public var recordName: String
+    /// The note's file name, for the title of a note without a heading.
+    public var name: String
+    /// The note's text; nil when it is gone (deleted, trashed, or no note any more).
+    public var body: String?
+
+    public init(id: Int64, owner: String, zone: String, recordName: String, name: String, body: String?) {
+        self.id = id
+        self.owner = owner
+        self.zone = zone
+        self.recordName = recordName
+        self.name = name
+        self.body = body
+    }
+}
+
+/// What a backend keeps of the search index: the notes waiting for it, and the
+/// documents it holds. Each backend's store writes a `search_pending` row in the same
+/// transaction as every note it writes (a trigger), so no path that writes a note is
+/// missed; `SearchIndexer` takes them in outside those transactions.
+public protocol SearchIndexStorage: Sendable {
+    /// The next notes to take in, each account's oldest first, accounts in turn, at
+    /// most `limit` notes and about `bytes` of text.
+    func pending(limit: Int, bytes: Int) async throws(NotesError) -> [PendingNote]
+    /// Keeps `documents` (nil: the note is gone) and marks the notes taken in.
+    func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?]) async throws(NotesError)
+    /// What must be taken in before a search of `actor` sees every note saved so far
+    /// in the zones it reads (per owner, the last pending id); nil when nothing is.
+    func waitingMark(for actor: String) async throws(NotesError) -> [String: Int64]?
+    /// Whether everything up to `mark` is taken in.
+    func isTakenIn(_ mark: [String: Int64]) async throws(NotesError) -> Bool
+    /// Housekeeping when nothing waits (rows of notes taken in, deleted in bulk).
+    func cleanUp() async throws(NotesError)
+}
+
+/// Takes the notes a store wrote into its search index, a batch at a time, off the
+/// writers and on a thread of lowered priority; and lets a search wait, a bounded time,
+/// until the notes its caller reads are in. The same for every backend.
+public final class SearchIndexer: Sendable {
+    /// Notes per batch, and the bytes of text past which a batch stops early.
+    public static let batchNotes = 256
+    public static let batchBytes = 8 << 20
+
+    private let storage: any SearchIndexStorage
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    private struct State {
+        var running = false
+        var dirty = false
+        var listeners: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextListener = 0
+    }
+
+    public init(storage: any SearchIndexStorage, logger: Logger) {
+        self.storage = storage
+        self.logger = logger
+    }
+
+    /// Starts taking in what the store wrote, unless that is under way (then the run
+    /// under way looks again when it is done).
+    public func wake() {
+        let start = state.withLock { state in
+            if state.running {
+                state.dirty = true
+                return false
+            }
+            state.running = true
+            state.dirty = false
+            return true
+        }
+        guard start else { return }
+        Task.detached { await self.drain() }
+    }
+
+    private func drain() async {
+        var failures = 0
+        while true {
+            do {
+                if try await takeInBatch() {
+                    failures = 0
+                    continue
+                }
+                try await storage.cleanUp()
+                failures = 0
+            } catch {
+                failures += 1
+                logger.warning("the search index could not take in notes; it tries again", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .seconds(min(30, failures)))
+                continue
+            }
+            let again = state.withLock { state in
+                if state.dirty {
+                    state.dirty = false
+                    return true
+                }
+                state.running = false
+                return false
+            }
+            if !again { return }
+        }
+    }
+
+    /// Takes in one batch; false when nothing waited.
+    private func takeInBatch() async throws -> Bool {
+        let batch = try await storage.pending(limit: Self.batchNotes, bytes: Self.batchBytes)
+        guard !batch.isEmpty else { return false }
+        let documents = try await Blocking.background {
+            batch.map { note in note.body.map { SearchDocument(name: note.name, body: $0) } }
+        }
+        try await storage.takeIn(batch, documents)
+        let listeners = state.withLock { state in
+            defer { state.listeners.removeAll() }
+            return Array(state.listeners.values)
+        }
+        for listener in listeners { listener.resume() }
+        return true
+    }
+
+    /// Waits until the index took in every note saved so far in the zones `actor`
+    /// reads (theirs and those of the shares they accepted), at most `seconds`;
+    /// returns whether it did.
+    public func waitForVisibleSaves(of actor: String, seconds: Double = Limits.searchIndexWaitSeconds) async throws(NotesError) -> Bool {
+        guard let mark = try await storage.waitingMark(for: actor) else { return true }
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while true {
+            wake()
+            if try await storage.isTakenIn(mark) { return true }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            // Another instance may take the notes in (PostgreSQL): look again after a
+            // while even when this one's indexer has nothing to say.
+            await nextBatch(orAfter: min(left, .milliseconds(50)))
+        }
+    }
+
+    /// Returns after this indexer's next batch, or after `wait`.
+    private func nextBatch(orAfter wait: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let key = state.withLock { state in
+                let key = state.nextListener
+                state.nextListener += 1
+                state.listeners[key] = continuation
+                return key
+            }
+            Task {
+                try? await Task.sleep(for: wait)
+                self.state.withLock { $0.listeners.removeValue(forKey: key) }?.resume()
+            }
+        }
+    }
+}

@@ -23,7 +23,7 @@ cleanup() {
     rm -rf "$dir"
 }
 trap cleanup EXIT
-as_postgres "$bin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 >/dev/null
+as_postgres "$bin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >/dev/null
 as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
     -o "-k $dir -c listen_addresses='' -c max_connections=200 -c shared_buffers=256MB -c min_wal_size=1GB" start >/dev/null
 as_postgres "$bin/createdb" -h "$dir" -U postgres bench

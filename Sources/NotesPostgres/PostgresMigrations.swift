@@ -540,6 +540,54 @@ enum PostgresMigrations {
                     RAISE NOTICE 'this PostgreSQL has no lz4: notes stay compressed with pglz';
                 END $$;
                 """),
+        Migration(
+            version: 12, name: "full-text search",
+            sql: """
+                -- Substrings through trigrams (pg_trgm, a contrib module PostgreSQL ships).
+                CREATE EXTENSION IF NOT EXISTS pg_trgm;
+                -- Notes whose text the search index has not yet taken in: every note
+                -- written, renamed or deleted gets a row in the same transaction (the
+                -- triggers below), with a new id at each write; SearchIndexer takes them in
+                -- outside the writers' transactions and deletes the rows it took in.
+                CREATE TABLE search_pending (
+                    id BIGSERIAL PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    UNIQUE (owner, zone, record_name)
+                );
+                CREATE INDEX search_pending_by_owner ON search_pending (owner, id);
+                CREATE FUNCTION search_notes_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO search_pending (owner, zone, record_name)
+                        SELECT owner, zone, record_name FROM changed WHERE record_type = 'note'
+                    ON CONFLICT (owner, zone, record_name) DO UPDATE SET id = nextval('search_pending_id_seq');
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER search_records_insert AFTER INSERT ON records
+                    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION search_notes_changed();
+                CREATE TRIGGER search_records_update AFTER UPDATE ON records
+                    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION search_notes_changed();
+                CREATE TRIGGER search_records_delete AFTER DELETE ON records
+                    REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION search_notes_changed();
+                -- One row per note: title and text in SearchForm (ILIKE through the trigram
+                -- indexes decides the hits), and the words for ranking (ts_rank_cd).
+                -- pending_id: the search_pending id the row was made from, so that of two
+                -- instances taking in the same note the later write wins.
+                CREATE TABLE search_docs (
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    pending_id BIGINT NOT NULL,
+                    title TEXT NOT NULL,
+                    text TEXT NOT NULL,
+                    words TSVECTOR NOT NULL,
+                    PRIMARY KEY (owner, zone, record_name)
+                );
+                CREATE INDEX search_docs_text ON search_docs USING gin (text gin_trgm_ops);
+                CREATE INDEX search_docs_title ON search_docs USING gin (title gin_trgm_ops);
+                INSERT INTO search_pending (owner, zone, record_name) SELECT owner, zone, record_name FROM records WHERE record_type = 'note';
+                """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared

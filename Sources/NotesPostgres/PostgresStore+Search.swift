@@ -1,7 +1,304 @@
+import Foundation
 public import NotesModel
+import NotesStoreRules
+import NotesText
+import PostgresNIO
+import Synchronization
 
 extension PostgresStore {
     public func search(_ request: API.Search, actor: String) async throws(NotesError) -> API.SearchResults {
-        throw NotesError(.serviceUnavailable, "Search is not available on PostgreSQL yet; it is on the embedded SQLite store.")
+        let parsed = try SearchRules.Request(request)
+        let complete = try await searchIndexer.waitForVisibleSaves(of: actor)
+        var folder: SearchFolder?
+        if let path = parsed.query.folder {
+            folder = try await SearchRules.folder(path, actor: actor, lookup: PostgresFolderLookup(store: self, actor: actor))
+        }
+        let scope = folder
+        let hits = try await read { sql in try await PostgresSearchPage(sql: sql, request: parsed, actor: actor).hits(in: scope) }
+        return API.SearchResults(results: Array(hits.prefix(parsed.limit)), next: parsed.next(found: hits.count), complete: complete)
     }
+
+    /// The shares the caller takes part in and may read (share ID → root record, nil
+    /// for zone-wide), in the current transaction.
+    static func readableShares(_ sql: SQL, actor: String) async throws -> [String: String?] {
+        var readable: [String: String?] = [:]
+        for zone in try await PostgresRecords.sharedZoneIDs(sql, actor: actor) {
+            readable.merge(SearchRules.readableShares(try await PostgresRecords.access(sql, zone: zone, actor: actor))) { first, _ in first }
+        }
+        return readable
+    }
+}
+
+/// A query whose text is assembled with its values bound as `$1`, `$2`, ….
+private struct BoundQuery {
+    var text = ""
+    var bindings = PostgresBindings()
+
+    mutating func bind(_ value: some PostgresNonThrowingEncodable & Sendable) -> String {
+        bindings.append(value)
+        return "$\(bindings.count)"
+    }
+
+    var query: PostgresQuery { PostgresQuery(unsafeSQL: text, binds: bindings) }
+}
+
+/// One page of a search, in one snapshot.
+private struct PostgresSearchPage {
+    let sql: SQL
+    let request: SearchRules.Request
+    let actor: String
+
+    func hits(in folder: SearchFolder?) async throws -> [API.SearchHit] {
+        let readable = try await PostgresStore.readableShares(sql, actor: actor)
+        let query = request.query
+        var statement = BoundQuery()
+        var conditions = [
+            "r.record_type = 'note'",
+            "(r.owner = \(statement.bind(actor)) OR r.share_id = ANY(\(statement.bind(Array(readable.keys)))::text[]))",
+            PostgresStore.shownRecord,
+        ]
+        for clause in query.clauses {
+            let alternatives = clause.alternatives.map { term in
+                let pattern = statement.bind("%" + Self.escapedForLike(term.form) + "%")
+                return term.field == .title ? "d.title ILIKE \(pattern)" : "(d.text ILIKE \(pattern) OR d.title ILIKE \(pattern))"
+            }
+            conditions.append((clause.excluded ? "NOT " : "") + "(" + alternatives.joined(separator: " OR ") + ")")
+        }
+        if let author = query.author { conditions.append("r.modified_by = \(statement.bind(author))") }
+        if let since = query.modifiedSince { conditions.append("r.modified_at >= \(statement.bind(since.timeIntervalSince1970))") }
+        if let before = query.modifiedBefore { conditions.append("r.modified_at < \(statement.bind(before.timeIntervalSince1970))") }
+        switch folder {
+        case nil: break
+        case .owned: conditions.append("r.owner = \(statement.bind(actor))")
+        case .shared: conditions.append("r.owner <> \(statement.bind(actor))")
+        case .owner(let owner): conditions.append("r.owner = \(statement.bind(owner))")
+        case .zone(let zone): conditions.append("r.owner = \(statement.bind(zone.owner)) AND r.zone = \(statement.bind(zone.name))")
+        case .records(let zone, let names):
+            conditions.append(
+                "r.owner = \(statement.bind(zone.owner)) AND r.zone = \(statement.bind(zone.name)) AND r.record_name = ANY(\(statement.bind(names))::text[])")
+        }
+        let rank = Self.rankingQuery(query).map { "ts_rank_cd(d.words, to_tsquery('simple', \(statement.bind($0)))) DESC, " } ?? ""
+        statement.text = """
+            SELECT d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by
+            FROM search_docs d JOIN records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
+            WHERE \(conditions.joined(separator: " AND "))
+            ORDER BY \(rank)r.modified_at DESC, d.owner, d.zone, d.record_name
+            LIMIT \(statement.bind(request.fetched)) OFFSET \(statement.bind(request.offset))
+            """
+        var hits: [API.SearchHit] = []
+        for row in try await sql.rows(statement.query) {
+            let (owner, zoneName, recordName, shareID, modifiedAt, modifiedBy) = try row.decode((String, String, String, String?, Double, String).self)
+            let zone = ZoneID(owner: owner, name: zoneName)
+            let document = try await sql.row(
+                "SELECT title, text FROM search_docs WHERE owner = \(owner) AND zone = \(zoneName) AND record_name = \(recordName)")
+            let (title, text) = try document?.decode((String, String).self) ?? ("", "")
+            let root = owner == actor ? nil : shareID.flatMap { readable[$0] ?? nil }
+            let zoneWide = shareID.map { readable[$0] == .some(nil) } ?? false
+            hits.append(
+                API.SearchHit(
+                    zone: zone, recordName: recordName, shareID: owner == actor ? nil : shareID,
+                    path: SearchRules.mountPath(zone: zone, actor: actor, zoneWide: zoneWide, names: try await names(of: recordName, in: zone, upTo: root)),
+                    title: SearchRules.title(title), modifiedBy: modifiedBy, modifiedAt: Date(stored: modifiedAt),
+                    snippet: SearchRules.snippet(text, query)))
+        }
+        return hits
+    }
+
+    /// The names from the zone's root (or the share's root record `root`) down to the
+    /// record, its own last, in one statement.
+    func names(of recordName: String, in zone: ZoneID, upTo root: String?) async throws -> [String] {
+        try await sql.column(
+            """
+            WITH RECURSIVE up(record_name, name, parent, depth) AS (
+                SELECT record_name, name, parent, 0 FROM records
+                WHERE owner = \(zone.owner) AND zone = \(zone.name) AND record_name = \(recordName)
+                UNION ALL
+                SELECT r.record_name, r.name, r.parent, u.depth + 1 FROM records r JOIN up u
+                    ON r.owner = \(zone.owner) AND r.zone = \(zone.name) AND r.record_name = u.parent
+                WHERE u.record_name <> \(root ?? "") AND u.parent <> '' AND u.depth < 10000
+            )
+            SELECT name FROM up ORDER BY depth DESC
+            """, as: String.self)
+    }
+
+    /// `%`, `_` and `\` taken literally by `ILIKE`.
+    static func escapedForLike(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            if character == "%" || character == "_" || character == "\\" { escaped.append("\\") }
+            escaped.append(character)
+        }
+        return escaped
+    }
+
+    /// The words of the wanted terms as a `tsquery` of prefixes (`'plan':* | …`), which
+    /// ranks notes holding them as words above those holding them inside words; nil
+    /// when the query has no such words.
+    static func rankingQuery(_ query: SearchQuery) -> String? {
+        var words: Set<String> = []
+        for term in query.wanted {
+            var word = ""
+            for scalar in term.typed.lowercased().unicodeScalars {
+                if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
+                    word.unicodeScalars.append(scalar)
+                } else if !word.isEmpty {
+                    words.insert(word)
+                    word = ""
+                }
+            }
+            if !word.isEmpty { words.insert(word) }
+        }
+        guard !words.isEmpty else { return nil }
+        return words.sorted().map { "'\($0)':*" }.joined(separator: " | ")
+    }
+}
+
+/// `in:` paths resolved on the store's tables, a short read each.
+private struct PostgresFolderLookup: SearchFolderLookup {
+    let store: PostgresStore
+    let actor: String
+
+    func child(named name: String, of parent: String?, in zone: ZoneID) async throws(NotesError) -> String? {
+        try await store.readOne { sql in
+            try await sql.value(
+                "SELECT record_name FROM records WHERE owner = \(zone.owner) AND zone = \(zone.name) AND parent = \(parent ?? "") AND name = \(name)",
+                as: String.self)
+        }
+    }
+
+    func ownsZone(_ zone: ZoneID) async throws(NotesError) -> Bool {
+        try await store.readOne { sql in try await sql.exists("SELECT 1 FROM zones WHERE owner = \(zone.owner) AND name = \(zone.name)") }
+    }
+
+    func readableShares(of owner: String) async throws(NotesError) -> [(zone: String, root: (recordName: String, name: String)?)] {
+        let actor = actor
+        let found: [(String, String?, String?)] = try await store.read { sql in
+            let readable = Array(try await PostgresStore.readableShares(sql, actor: actor).keys)
+            return try await sql.rows(
+                """
+                SELECT s.zone, s.root_record, r.name FROM shares s
+                LEFT JOIN records r ON r.owner = s.owner AND r.zone = s.zone AND r.record_name = s.root_record
+                WHERE s.owner = \(owner) AND NOT s.stopped AND s.id = ANY(\(readable)::text[])
+                """
+            ).map { try $0.decode((String, String?, String?).self) }
+        }
+        return found.map { zone, root, name in (zone: zone, root: root.map { (recordName: $0, name: name ?? "") }) }
+    }
+
+    func below(_ recordName: String, in zone: ZoneID) async throws(NotesError) -> [String] {
+        try await store.read { sql in try await PostgresRecords.descendants(sql, of: recordName, in: zone) }
+    }
+}
+
+/// The search index's storage on PostgreSQL: `search_pending` and `search_docs`, in the
+/// store's database, written in transactions of their own. Several instances may take
+/// in the same note at once: a document is replaced only by one made from a later
+/// write (`pending_id`), and a pending row is deleted only if no write came since.
+final class PostgresSearchIndex: SearchIndexStorage {
+    /// The store, held weakly: it holds this index's indexer.
+    private let store = Mutex<WeakStore>(WeakStore())
+
+    private struct WeakStore {
+        weak var value: PostgresStore?
+    }
+
+    func attach(_ store: PostgresStore) {
+        self.store.withLock { $0.value = store }
+    }
+
+    private func current() throws(NotesError) -> PostgresStore {
+        guard let store = store.withLock({ $0.value }) else { throw NotesError(.serviceUnavailable, "The store has closed.") }
+        return store
+    }
+
+    func pending(limit: Int, bytes: Int) async throws(NotesError) -> [PendingNote] {
+        try await current().read { sql in
+            let owners = try await sql.column("SELECT owner FROM search_pending GROUP BY owner", as: String.self)
+            guard !owners.isEmpty else { return [] }
+            let each = max(1, limit / owners.count)
+            var notes: [PendingNote] = []
+            var taken = 0
+            for owner in owners.shuffled() {
+                let rows = try await sql.rows(
+                    """
+                    SELECT p.id, p.zone, p.record_name, r.record_type, r.name, \(unescaped: PostgresRecords.body("r"))
+                    FROM search_pending p LEFT JOIN records r ON r.owner = p.owner AND r.zone = p.zone AND r.record_name = p.record_name
+                    WHERE p.owner = \(owner) ORDER BY p.id LIMIT \(each)
+                    """)
+                for row in rows {
+                    let (id, zone, recordName, type, name, body) = try row.decode((Int64, String, String, String?, String?, Data?).self)
+                    let text = type == RecordType.note.rawValue ? String(decoding: body ?? Data(), as: UTF8.self) : nil
+                    notes.append(PendingNote(id: id, owner: owner, zone: zone, recordName: recordName, name: name ?? "", body: text))
+                    taken += text?.utf8.count ?? 0
+                    if taken >= bytes { return notes }
+                }
+            }
+            return notes
+        }
+    }
+
+    func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?]) async throws(NotesError) {
+        let kept = zip(notes, documents).compactMap { note, document in document.map { (note, $0) } }
+        let gone = zip(notes, documents).filter { $0.1 == nil }.map(\.0)
+        try await current().write { write in
+            let sql = write.sql
+            if !kept.isEmpty {
+                try await sql.execute(
+                    """
+                    INSERT INTO search_docs AS d (owner, zone, record_name, pending_id, title, text, words)
+                    SELECT t.owner, t.zone, t.record_name, t.pending_id, t.title, t.text, to_tsvector('simple', t.title || ' ' || t.text)
+                    FROM unnest(\(kept.map(\.0.owner))::text[], \(kept.map(\.0.zone))::text[], \(kept.map(\.0.recordName))::text[],
+                        \(kept.map(\.0.id))::int8[], \(kept.map(\.1.title))::text[], \(kept.map(\.1.text))::text[])
+                        AS t(owner, zone, record_name, pending_id, title, text)
+                    ON CONFLICT (owner, zone, record_name) DO UPDATE
+                        SET pending_id = EXCLUDED.pending_id, title = EXCLUDED.title, text = EXCLUDED.text, words = EXCLUDED.words
+                        WHERE d.pending_id < EXCLUDED.pending_id
+                    """)
+            }
+            if !gone.isEmpty {
+                try await sql.execute(
+                    """
+                    DELETE FROM search_docs d USING unnest(\(gone.map(\.owner))::text[], \(gone.map(\.zone))::text[], \(gone.map(\.recordName))::text[],
+                        \(gone.map(\.id))::int8[]) AS t(owner, zone, record_name, pending_id)
+                    WHERE d.owner = t.owner AND d.zone = t.zone AND d.record_name = t.record_name AND d.pending_id < t.pending_id
+                    """)
+            }
+            try await sql.execute(
+                """
+                DELETE FROM search_pending p USING unnest(\(notes.map(\.owner))::text[], \(notes.map(\.zone))::text[], \(notes.map(\.recordName))::text[],
+                    \(notes.map(\.id))::int8[]) AS t(owner, zone, record_name, id)
+                WHERE p.owner = t.owner AND p.zone = t.zone AND p.record_name = t.record_name AND p.id = t.id
+                """)
+        }
+    }
+
+    func waitingMark(for actor: String) async throws(NotesError) -> [String: Int64]? {
+        let rows: [(String, Int64)] = try await current().readOne { sql in
+            try await sql.rows(
+                """
+                SELECT owner, MAX(id) FROM search_pending
+                WHERE owner = \(actor) OR owner IN (
+                    SELECT s.owner FROM participants p JOIN shares s ON s.id = p.share_id
+                    WHERE p.account = \(actor) AND p.status = 'accepted' AND NOT s.stopped)
+                GROUP BY owner
+                """
+            ).map { try $0.decode((String, Int64).self) }
+        }
+        return rows.isEmpty ? nil : Dictionary(rows, uniquingKeysWith: max)
+    }
+
+    func isTakenIn(_ mark: [String: Int64]) async throws(NotesError) -> Bool {
+        let owners = Array(mark.keys)
+        let ids = owners.map { mark[$0] ?? 0 }
+        return try await !current().readOne { sql in
+            try await sql.exists(
+                """
+                SELECT 1 FROM search_pending p JOIN unnest(\(owners)::text[], \(ids)::int8[]) AS m(owner, id)
+                    ON p.owner = m.owner AND p.id <= m.id
+                LIMIT 1
+                """)
+        }
+    }
+
+    func cleanUp() async throws(NotesError) {}
 }

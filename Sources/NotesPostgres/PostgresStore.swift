@@ -39,6 +39,9 @@ public final class PostgresStore: RecordStore {
     let statistics = PostgresStatistics()
     /// Sends committed notices to the other instances (with `changeFeed`).
     let announcer: PostgresChangeAnnouncer?
+    /// The full-text index's rows, and what fills them after each write.
+    let searchIndex = PostgresSearchIndex()
+    let searchIndexer: SearchIndexer
 
     /// - Parameter onChange: called after each commit with the accounts to notify.
     /// - Parameter clock: what "now" is (token and link expiry, record times).
@@ -57,6 +60,8 @@ public final class PostgresStore: RecordStore {
         self.clock = clock
         self.storage = storage
         self.onChange = onChange
+        searchIndexer = SearchIndexer(storage: searchIndex, logger: logger)
+        searchIndex.attach(self)
     }
 
     /// Runs `body` in one transaction with a context that hands out the change numbers of
@@ -96,6 +101,7 @@ public final class PostgresStore: RecordStore {
             // Announced once committed, never on rollback (`PostgresChangeAnnouncer`).
             announcer?.announce(outcome.1, seq: outcome.2)
             onChange(Array(outcome.1))
+            searchIndexer.wake()
         }
         return outcome.0
     }

@@ -42,7 +42,7 @@ import Testing
         ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["export", "--help"], ["status", "--help"],
         ["account", "--help"], ["account", "list", "--help"], ["account", "disable", "--help"], ["account", "enable", "--help"],
         ["account", "delete", "--help"], ["token", "--help"], ["token", "create", "--help"], ["token", "list", "--help"], ["token", "revoke", "--help"],
-        ["show", "--help"], ["diff", "--help"], ["restore", "--help"], ["watch", "--help"],
+        ["show", "--help"], ["diff", "--help"], ["restore", "--help"], ["watch", "--help"], ["search", "--help"],
     ])
     func everyCommandHelpHasAnExample(_ arguments: [String]) throws {
         let result = try Self.run("notes", arguments)
@@ -338,5 +338,38 @@ import Testing
         let unreachable = try Self.run("notes", ["whoami"], environment: ["NOTES_SOCKET": daemon.socket + ".missing"])
         #expect(unreachable.status == 69)
         #expect(unreachable.stderr.contains("Is it running?"))
+    }
+
+    /// `notes search` finds what `notes put` saved, says where it is, pages, and
+    /// explains a query it cannot run.
+    @Test func searchFindsPrintsAndPages() async throws {
+        let daemon = try await DaemonProcess.started()
+        let env = ["NOTES_SOCKET": daemon.socket]
+        for index in 0..<3 {
+            #expect(try Self.run("notes", ["put", "n\(index).md"], environment: env, input: "# Trip \(index)\n\nPacking list: boots, tent.\n").status == 0)
+        }
+        #expect(try Self.run("notes", ["put", "other.md"], environment: env, input: "nothing here\n").status == 0)
+        let found = try Self.run("notes", ["search", "tent"], environment: env)
+        #expect(found.status == 0)
+        #expect(found.stdout.contains("private/n2.md  Trip 2"))
+        #expect(found.stdout.contains("Packing list: boots, tent."))
+        #expect(!found.stdout.contains("other.md"))
+        #expect(!found.stdout.contains("\u{1B}["), "no bold when not printing to a terminal")
+        let bold = try Self.run("notes", ["search", "tent", "--color"], environment: env)
+        #expect(bold.stdout.contains("\u{1B}[1mtent\u{1B}[0m"))
+
+        let first = try Self.run("notes", ["search", "packing", "--limit", "2", "--json"], environment: env)
+        let page = try NotesJSON.decoder().decode(API.SearchResults.self, from: Data(first.stdout.utf8))
+        #expect(page.results.count == 2)
+        #expect(page.complete)
+        let next = try #require(page.next)
+        let rest = try Self.run("notes", ["search", "packing", "--limit", "2", "--cursor", next, "--json"], environment: env)
+        let second = try NotesJSON.decoder().decode(API.SearchResults.self, from: Data(rest.stdout.utf8))
+        #expect(second.results.count == 1)
+        #expect(Set((page.results + second.results).map(\.path)) == ["private/n0.md", "private/n1.md", "private/n2.md"])
+
+        let refused = try Self.run("notes", ["search", "a"], environment: env)
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("too short"))
     }
 }

@@ -5,7 +5,7 @@ import Testing
 
 /// Full-text search through the store: what is found, by whom, and where it is.
 @Suite struct SearchStoreTests {
-    static let backends: [Backend] = [.sqlite]
+    static let backends = Backend.allCases
 
     static func paths(_ f: Fixture, _ query: String, as actor: String = Fixture.alice) async throws -> [String] {
         try await f.store.search(API.Search(query: query), actor: actor).results.map(\.path)

@@ -45,7 +45,7 @@ public final class PostgresCluster: Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         port = DaemonProcess.freePort()
         try Self.chownToPostgres(directory)
-        try Self.run("initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+        try Self.run("initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"])
         server = Mutex(nil)
         do {
             try startServer()

@@ -8,6 +8,7 @@ import Synchronization
 extension PostgresStore {
     public func search(_ request: API.Search, actor: String) async throws(NotesError) -> API.SearchResults {
         let parsed = try SearchRules.Request(request)
+        guard searchable else { throw SearchRules.turnedOff }
         let complete = try await searchIndexer.waitForVisibleSaves(of: actor)
         var folder: SearchFolder?
         if let path = parsed.query.folder {
@@ -16,6 +17,21 @@ extension PostgresStore {
         let scope = folder
         let hits = try await read { sql in try await PostgresSearchPage(sql: sql, request: parsed, actor: actor).hits(in: scope) }
         return API.SearchResults(results: Array(hits.prefix(parsed.limit)), next: parsed.next(found: hits.count), complete: complete)
+    }
+
+    /// Empties the search index and takes every note in again, in this task, telling
+    /// `progress` how many notes are left (`notesd reindex`). Instances serving
+    /// meanwhile help take the notes in.
+    public func rebuildSearchIndex(progress: (Int) -> Void) async throws(NotesError) {
+        try await write { write in
+            try await write.sql.execute("TRUNCATE search_docs")
+            try await write.sql.execute(
+                """
+                INSERT INTO search_pending (owner, zone, record_name) SELECT owner, zone, record_name FROM records WHERE record_type = 'note'
+                ON CONFLICT (owner, zone, record_name) DO UPDATE SET id = nextval('search_pending_id_seq')
+                """)
+        }
+        try await searchIndexer.catchUp(progress: progress)
     }
 
     /// The shares the caller takes part in and may read (share ID → root record, nil
@@ -301,4 +317,8 @@ final class PostgresSearchIndex: SearchIndexStorage {
     }
 
     func cleanUp() async throws(NotesError) {}
+
+    func waitingCount() async throws(NotesError) -> Int {
+        try await current().readOne { sql in try await sql.value("SELECT COUNT(*) FROM search_pending", as: Int.self) ?? 0 }
+    }
 }

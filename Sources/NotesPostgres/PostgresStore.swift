@@ -42,6 +42,8 @@ public final class PostgresStore: RecordStore {
     /// The full-text index's rows, and what fills them after each write.
     let searchIndex = PostgresSearchIndex()
     let searchIndexer: SearchIndexer
+    /// Whether this instance takes notes into the search index and answers searches.
+    let searchable: Bool
 
     /// - Parameter onChange: called after each commit with the accounts to notify.
     /// - Parameter clock: what "now" is (token and link expiry, record times).
@@ -50,9 +52,10 @@ public final class PostgresStore: RecordStore {
     ///   `PostgresChangeListener`s.
     public init(
         database: PostgresDatabase, logger: Logger = Logger(label: "notes.store"), clock: @escaping @Sendable () -> Date = { Date() },
-        storage: StoragePolicy = StoragePolicy(), changeFeed: PostgresChangeFeed? = nil,
+        storage: StoragePolicy = StoragePolicy(), changeFeed: PostgresChangeFeed? = nil, searchable: Bool = true,
         onChange: @escaping @Sendable ([ChangeNotice]) -> Void = { _ in }
     ) {
+        self.searchable = searchable
         self.changeFeed = changeFeed
         announcer = changeFeed.map { PostgresChangeAnnouncer(feed: $0, client: database.client, logger: logger) }
         self.database = database
@@ -101,7 +104,7 @@ public final class PostgresStore: RecordStore {
             // Announced once committed, never on rollback (`PostgresChangeAnnouncer`).
             announcer?.announce(outcome.1, seq: outcome.2)
             onChange(Array(outcome.1))
-            searchIndexer.wake()
+            if searchable { searchIndexer.wake() }
         }
         return outcome.0
     }

@@ -44,6 +44,44 @@ final class SQLiteSearchIndex: SearchIndexStorage {
         var cleanedThrough: [String: Int64] = [:]
     }
 
+    /// Keeps the index in step with a row of `docs` deleted.
+    static let deleteTrigger = """
+        CREATE TRIGGER docs_delete AFTER DELETE ON docs BEGIN
+            INSERT INTO docs_index (docs_index, rowid, title, text) VALUES ('delete', OLD.id, OLD.title, OLD.text);
+        END;
+        """
+
+    /// Empties the index and asks the store for every note again.
+    func reset() async throws(NotesError) {
+        do {
+            try await Blocking.background {
+                try self.pool.write { db in
+                    // The whole index at once ('delete-all'), not a note at a time.
+                    try db.execute(
+                        sql: """
+                            DROP TRIGGER docs_delete;
+                            DELETE FROM docs;
+                            INSERT INTO docs_index (docs_index) VALUES ('delete-all');
+                            \(Self.deleteTrigger)
+                            DELETE FROM progress;
+                            """)
+                }
+            }
+            try await writer.runBlocking(for: WorkCaller.notesd) {
+                try self.storePool.write { db in
+                    try db.execute(
+                        sql: """
+                            INSERT OR REPLACE INTO search_pending (owner, zone, record_name)
+                            SELECT owner, zone, record_name FROM records WHERE record_type = 'note'
+                            """)
+                }
+            }
+        } catch {
+            throw Self.failure(error)
+        }
+        progress.withLock { $0 = Progress() }
+    }
+
     /// The index file for the store at `storePath`.
     static func path(besides storePath: String) -> String {
         let url = URL(fileURLWithPath: storePath)
@@ -94,9 +132,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
                     CREATE TRIGGER docs_insert AFTER INSERT ON docs BEGIN
                         INSERT INTO docs_index (rowid, title, text) VALUES (NEW.id, NEW.title, NEW.text);
                     END;
-                    CREATE TRIGGER docs_delete AFTER DELETE ON docs BEGIN
-                        INSERT INTO docs_index (docs_index, rowid, title, text) VALUES ('delete', OLD.id, OLD.title, OLD.text);
-                    END;
+                    \(Self.deleteTrigger)
                     -- Per account, the last search_pending id taken in: every note of its
                     -- zones written up to it is here.
                     CREATE TABLE progress (owner TEXT PRIMARY KEY, indexed_through INTEGER NOT NULL);
@@ -235,8 +271,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
         }
     }
 
-    /// Notes waiting to be taken in, over every account (progress, `notesd reindex`).
-    func waiting() async throws(NotesError) -> Int {
+    func waitingCount() async throws(NotesError) -> Int {
         let through = progress.withLock { $0.indexedThrough }
         return try await readStore { db in
             try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT owner FROM search_pending")).reduce(0) { sum, owner in

@@ -7,9 +7,7 @@ import NotesText
 extension SQLiteStore {
     public func search(_ request: API.Search, actor: String) async throws(NotesError) -> API.SearchResults {
         let parsed = try SearchRules.Request(request)
-        guard let index = searchIndex, let indexer = searchIndexer else {
-            throw NotesError(.serviceUnavailable, "This store was opened without its search index.")
-        }
+        guard let index = searchIndex, let indexer = searchIndexer else { throw SearchRules.turnedOff }
         let complete = try await indexer.waitForVisibleSaves(of: actor)
         var folder: SearchFolder?
         if let path = parsed.query.folder {
@@ -18,6 +16,16 @@ extension SQLiteStore {
         let scope = folder
         let hits = try await readSearch(index) { db in try SearchPage(db, parsed, actor: actor).hits(in: scope) }
         return API.SearchResults(results: Array(hits.prefix(parsed.limit)), next: parsed.next(found: hits.count), complete: complete)
+    }
+
+    /// Empties the search index and takes every note in again, in this task, telling
+    /// `progress` how many notes are left (`notesd reindex`).
+    public func rebuildSearchIndex(progress: (Int) -> Void) async throws(NotesError) {
+        guard let index = searchIndex, let indexer = searchIndexer else {
+            throw NotesError(.serviceUnavailable, "This store was opened without its search index.")
+        }
+        try await index.reset()
+        try await indexer.catchUp(progress: progress)
     }
 
     /// A read of the index file (with the store's tables attached as `store`), in the

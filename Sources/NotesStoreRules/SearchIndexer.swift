@@ -44,6 +44,8 @@ public protocol SearchIndexStorage: Sendable {
     func isTakenIn(_ mark: [String: Int64]) async throws(NotesError) -> Bool
     /// Housekeeping when nothing waits (rows of notes taken in, deleted in bulk).
     func cleanUp() async throws(NotesError)
+    /// How many notes wait to be taken in.
+    func waitingCount() async throws(NotesError) -> Int
 }
 
 /// Takes the notes a store wrote into its search index, a batch at a time, off the
@@ -128,6 +130,25 @@ public final class SearchIndexer: Sendable {
         }
         for listener in listeners { listener.resume() }
         return true
+    }
+
+    /// Takes in everything waiting now, in this task, telling `progress` how many
+    /// notes are left after each batch (`notesd reindex`).
+    public func catchUp(progress: (Int) -> Void) async throws(NotesError) {
+        progress(try await storage.waitingCount())
+        do {
+            while try await takeInBatch() {
+                progress(try await storage.waitingCount())
+            }
+            try await storage.cleanUp()
+        } catch {
+            throw error as? NotesError ?? NotesError(.internalError, "The search index could not be built: \(error).")
+        }
+    }
+
+    /// How many notes wait to be taken in.
+    public func waitingCount() async throws(NotesError) -> Int {
+        try await storage.waitingCount()
     }
 
     /// Waits until the index took in every note saved so far in the zones `actor`

@@ -5,6 +5,10 @@ public import NotesText
 /// What both backends do the same around a search: reading the request, naming a
 /// result's place in a mount, and cutting its snippet.
 public enum SearchRules {
+    /// What a search gets from a notesd that keeps no index.
+    public static let turnedOff = NotesError(
+        .serviceUnavailable, "Search is turned off on this server (notesd --no-search); ask its admin, or use grep -r on your mount.")
+
     /// A search request read and checked: the query, the page size, and how many
     /// results earlier pages held.
     public struct Request: Sendable {

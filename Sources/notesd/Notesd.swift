@@ -41,7 +41,7 @@ struct Notesd: AsyncParsableCommand {
               notesd migrate --from sqlite:/var/lib/notes/notes.sqlite --to postgres://notes@db.example.com/notes
             """,
         version: "notesd \(NotesVersion.release) (API \(NotesVersion.api))",
-        subcommands: [MigrateCommand.self, BackupCommand.self, RestoreCommand.self])
+        subcommands: [MigrateCommand.self, BackupCommand.self, RestoreCommand.self, ReindexCommand.self])
 
     /// Raises the soft limit on open descriptors to the hard one: every connection is a
     /// descriptor, and systemd's default soft limit (1,024) is four clients' worth of
@@ -155,6 +155,9 @@ struct Notesd: AsyncParsableCommand {
     @Flag(help: .hidden)
     var renderWorker = false
 
+    @Flag(help: "Keep no search index: saves the index's disk and CPU; searches are refused (503).")
+    var noSearch = false
+
     @Option(help: "Keep every version of a note for this many days.")
     var keepAllVersions: Int = 30
 
@@ -244,7 +247,7 @@ struct Notesd: AsyncParsableCommand {
         switch paths.database {
         case .sqlite(let path):
             let store = try SQLiteStore(
-                path: path, logger: Logger(label: "notesd.store"), storage: storage,
+                path: path, logger: Logger(label: "notesd.store"), storage: storage, searchable: !noSearch,
                 onChange: { notices in
                     metrics.noticesCommittedHere.increment(by: notices.count)
                     notifier.publish(notices)
@@ -264,7 +267,7 @@ struct Notesd: AsyncParsableCommand {
             // Commits made here reach this instance's streams at once (onChange); those
             // of other instances through the listener, which skips this one's echoes.
             let store = PostgresStore(
-                database: database, logger: Logger(label: "notesd.store"), storage: storage, changeFeed: feed,
+                database: database, logger: Logger(label: "notesd.store"), storage: storage, changeFeed: feed, searchable: !noSearch,
                 onChange: { notices in
                     metrics.noticesCommittedHere.increment(by: notices.count)
                     notifier.publish(notices)

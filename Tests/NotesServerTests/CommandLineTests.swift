@@ -372,4 +372,24 @@ import Testing
         #expect(refused.status == 64)
         #expect(refused.stderr.contains("too short"))
     }
+
+    /// `notesd reindex` builds the index again with notesd stopped, and notesd then
+    /// finds what it found before; `--no-search` turns search off with a reason.
+    @Test func reindexRebuildsAndNoSearchSaysWhy() async throws {
+        let daemon = try await DaemonProcess.started()
+        let env = ["NOTES_SOCKET": daemon.socket]
+        #expect(try Self.run("notes", ["put", "trip.md"], environment: env, input: "Packing list: boots, tent.\n").status == 0)
+        #expect(try Self.run("notes", ["search", "tent"], environment: env).stdout.contains("private/trip.md"))
+        #expect(try await daemon.stop() == 0)
+        let rebuilt = try Self.run("notesd", ["reindex", "--data-dir", daemon.dataDir])
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+        #expect(rebuilt.stdout.contains("holds every note"))
+        try await daemon.restart()
+        #expect(try Self.run("notes", ["search", "tent"], environment: env).stdout.contains("private/trip.md"))
+
+        let off = try await DaemonProcess.started(arguments: ["--no-search"])
+        let refused = try Self.run("notes", ["search", "tent"], environment: ["NOTES_SOCKET": off.socket])
+        #expect(refused.status == 69)
+        #expect(refused.stderr.contains("turned off"))
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NotesModel
+import NotesPostgres
 import NotesStore
 import Testing
 
@@ -161,6 +162,24 @@ import Testing
         #expect(Set(seen).count == 25)
         await f.expectFailure(.invalidArguments) { _ = try await f.store.search(API.Search(query: "common", cursor: "x"), actor: Fixture.alice) }
         await f.expectFailure(.invalidArguments) { _ = try await f.store.search(API.Search(query: "common", limit: 0), actor: Fixture.alice) }
+    }
+
+    @Test(arguments: backends)
+    func aRebuiltIndexFindsTheSameAndTellsItsProgress(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        try await f.save((0..<300).map { RecordSave(recordName: "n\($0)", recordType: .note, name: "n\($0).md", body: "item number\($0) here") })
+        #expect(try await Self.paths(f, "number299") == ["private/n299.md"])
+        var left: [Int] = []
+        switch f.store {
+        case let store as SQLiteStore: try await store.rebuildSearchIndex { left.append($0) }
+        case let store as PostgresStore: try await store.rebuildSearchIndex { left.append($0) }
+        default: Issue.record("a store of another kind")
+        }
+        #expect(left.first ?? 0 >= 300)
+        #expect(left.last == 0)
+        #expect(left == left.sorted(by: >))
+        #expect(try await Self.paths(f, "number299") == ["private/n299.md"])
+        #expect(try await Self.paths(f, "number0 here") == ["private/n0.md"])
     }
 
     /// The index holds nothing the store does not: deleted, it is built again.

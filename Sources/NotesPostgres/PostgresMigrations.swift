@@ -570,22 +570,25 @@ enum PostgresMigrations {
                     REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION search_notes_changed();
                 CREATE TRIGGER search_records_delete AFTER DELETE ON records
                     REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION search_notes_changed();
-                -- One row per note: title and text in SearchForm (ILIKE through the trigram
-                -- indexes decides the hits), and the words for ranking (ts_rank_cd).
-                -- pending_id: the search_pending id the row was made from, so that of two
-                -- instances taking in the same note the later write wins.
+                -- One row per note: the words of its title and text (SearchWords, made in
+                -- Swift) as tsvectors, which the GIN indexes answer; results show titles and
+                -- snippets from the notes themselves. pending_id: the search_pending id the row was made from, so that
+                -- of two instances taking in the same note the later write wins.
                 CREATE TABLE search_docs (
                     owner TEXT NOT NULL,
                     zone TEXT NOT NULL,
                     record_name TEXT NOT NULL,
                     pending_id BIGINT NOT NULL,
-                    title TEXT NOT NULL,
-                    text TEXT NOT NULL,
+                    title_words TSVECTOR NOT NULL,
                     words TSVECTOR NOT NULL,
                     PRIMARY KEY (owner, zone, record_name)
                 );
-                CREATE INDEX search_docs_text ON search_docs USING gin (text gin_trgm_ops);
-                CREATE INDEX search_docs_title ON search_docs USING gin (title gin_trgm_ops);
+                CREATE INDEX search_docs_title_words ON search_docs USING gin (title_words);
+                CREATE INDEX search_docs_words ON search_docs USING gin (words);
+                -- Every word of three letters or more any note held; its trigrams (pg_trgm)
+                -- find the words holding a string, for a search inside words.
+                CREATE TABLE search_vocabulary (word TEXT PRIMARY KEY);
+                CREATE INDEX search_vocabulary_trigrams ON search_vocabulary USING gin (word gin_trgm_ops);
                 INSERT INTO search_pending (owner, zone, record_name) SELECT owner, zone, record_name FROM records WHERE record_type = 'note';
                 """),
     ]

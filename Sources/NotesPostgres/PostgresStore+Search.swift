@@ -24,7 +24,7 @@ extension PostgresStore {
     /// meanwhile help take the notes in.
     public func rebuildSearchIndex(progress: (Int) -> Void) async throws(NotesError) {
         try await write { write in
-            try await write.sql.execute("TRUNCATE search_docs")
+            try await write.sql.execute("TRUNCATE search_docs, search_vocabulary")
             try await write.sql.execute(
                 """
                 INSERT INTO search_pending (owner, zone, record_name) SELECT owner, zone, record_name FROM records WHERE record_type = 'note'
@@ -73,10 +73,15 @@ private struct PostgresSearchPage {
             "(r.owner = \(statement.bind(actor)) OR r.share_id = ANY(\(statement.bind(Array(readable.keys)))::text[]))",
             PostgresStore.shownRecord,
         ]
+        var wanted: [String] = []
         for clause in query.clauses {
-            let alternatives = clause.alternatives.map { term in
-                let pattern = statement.bind("%" + Self.escapedForLike(term.form) + "%")
-                return term.field == .title ? "d.title ILIKE \(pattern)" : "(d.text ILIKE \(pattern) OR d.title ILIKE \(pattern))"
+            var alternatives: [String] = []
+            for term in clause.alternatives {
+                let expression = try await Self.tsquery(sql, term)
+                if !clause.excluded { wanted.append(expression) }
+                let bound = statement.bind(expression)
+                alternatives.append(
+                    term.field == .title ? "d.title_words @@ \(bound)::tsquery" : "(d.title_words @@ \(bound)::tsquery OR d.words @@ \(bound)::tsquery)")
             }
             conditions.append((clause.excluded ? "NOT " : "") + "(" + alternatives.joined(separator: " OR ") + ")")
         }
@@ -93,7 +98,19 @@ private struct PostgresSearchPage {
             conditions.append(
                 "r.owner = \(statement.bind(zone.owner)) AND r.zone = \(statement.bind(zone.name)) AND r.record_name = ANY(\(statement.bind(names))::text[])")
         }
-        let rank = Self.rankingQuery(query).map { "ts_rank_cd(d.words, to_tsquery('simple', \(statement.bind($0)))) DESC, " } ?? ""
+        // Ranking reads every match: past `mostRanked`, the most recently changed first.
+        var rank = ""
+        if !wanted.isEmpty {
+            var counting = statement
+            counting.text = """
+                SELECT COUNT(*) FROM (SELECT 1 FROM search_docs d JOIN records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
+                WHERE \(conditions.joined(separator: " AND ")) LIMIT \(SearchRules.mostRanked + 1)) m
+                """
+            if try await sql.value(counting.query, as: Int.self) ?? 0 <= SearchRules.mostRanked {
+                let all = statement.bind(wanted.map { "(\($0))" }.joined(separator: " | "))
+                rank = "ts_rank_cd(d.words, \(all)::tsquery) + 4 * ts_rank_cd(d.title_words, \(all)::tsquery) DESC, "
+            }
+        }
         statement.text = """
             SELECT d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by
             FROM search_docs d JOIN records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
@@ -105,17 +122,21 @@ private struct PostgresSearchPage {
         for row in try await sql.rows(statement.query) {
             let (owner, zoneName, recordName, shareID, modifiedAt, modifiedBy) = try row.decode((String, String, String, String?, Double, String).self)
             let zone = ZoneID(owner: owner, name: zoneName)
-            let document = try await sql.row(
-                "SELECT title, text FROM search_docs WHERE owner = \(owner) AND zone = \(zoneName) AND record_name = \(recordName)")
-            let (title, text) = try document?.decode((String, String).self) ?? ("", "")
+            // Only the start of a note is shown (`SearchSnippet.scannedBytes`).
+            let note = try await sql.row(
+                """
+                SELECT name, substring(\(unescaped: PostgresRecords.body("records")) FROM 1 FOR \(Int32(SearchSnippet.scannedBytes)))
+                FROM records WHERE owner = \(owner) AND zone = \(zoneName) AND record_name = \(recordName)
+                """
+            ).map { try $0.decode((String, Data?).self) }
+            let shown = SearchRules.shown(name: note?.0 ?? recordName, body: note?.1.map { String(decoding: $0, as: UTF8.self) } ?? "", query)
             let root = owner == actor ? nil : shareID.flatMap { readable[$0] ?? nil }
             let zoneWide = shareID.map { readable[$0] == .some(nil) } ?? false
             hits.append(
                 API.SearchHit(
                     zone: zone, recordName: recordName, shareID: owner == actor ? nil : shareID,
                     path: SearchRules.mountPath(zone: zone, actor: actor, zoneWide: zoneWide, names: try await names(of: recordName, in: zone, upTo: root)),
-                    title: SearchRules.title(title), modifiedBy: modifiedBy, modifiedAt: Date(stored: modifiedAt),
-                    snippet: SearchRules.snippet(text, query)))
+                    title: shown.title, modifiedBy: modifiedBy, modifiedAt: Date(stored: modifiedAt), snippet: shown.snippet))
         }
         return hits
     }
@@ -137,7 +158,28 @@ private struct PostgresSearchPage {
             """, as: String.self)
     }
 
-    /// `%`, `_` and `\` taken literally by `ILIKE`.
+    /// A term as a `tsquery` (its words are `SearchWords`, so they need no parsing): a
+    /// search inside words becomes the words that start with the letters or hold them
+    /// (`SearchRules.mostInfixWords` of those, from the vocabulary).
+    static func tsquery(_ sql: SQL, _ term: SearchQuery.Term) async throws -> String {
+        func quoted(_ word: String) -> String { "'" + word.replacingOccurrences(of: "'", with: "''").replacingOccurrences(of: "\\", with: "\\\\") + "'" }
+        switch term.match {
+        case .word(let word):
+            return quoted(word)
+        case .prefix(let word):
+            return quoted(word) + ":*"
+        case .phrase(let words):
+            return words.enumerated().map { index, word in quoted(word) + (index == words.count - 1 ? ":*" : "") }.joined(separator: " <-> ")
+        case .infix(let word):
+            let holding = try await sql.column(
+                """
+                SELECT word FROM search_vocabulary WHERE word LIKE \("%" + escapedForLike(word) + "%") ORDER BY word COLLATE "C" LIMIT \(SearchRules.mostInfixWords)
+                """, as: String.self)
+            return "(" + ([quoted(word) + ":*"] + holding.map(quoted)).joined(separator: " | ") + ")"
+        }
+    }
+
+    /// `%`, `_` and `\\` taken literally by `LIKE`.
     static func escapedForLike(_ text: String) -> String {
         var escaped = ""
         for character in text {
@@ -145,27 +187,6 @@ private struct PostgresSearchPage {
             escaped.append(character)
         }
         return escaped
-    }
-
-    /// The words of the wanted terms as a `tsquery` of prefixes (`'plan':* | …`), which
-    /// ranks notes holding them as words above those holding them inside words; nil
-    /// when the query has no such words.
-    static func rankingQuery(_ query: SearchQuery) -> String? {
-        var words: Set<String> = []
-        for term in query.wanted {
-            var word = ""
-            for scalar in term.typed.lowercased().unicodeScalars {
-                if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
-                    word.unicodeScalars.append(scalar)
-                } else if !word.isEmpty {
-                    words.insert(word)
-                    word = ""
-                }
-            }
-            if !word.isEmpty { words.insert(word) }
-        }
-        guard !words.isEmpty else { return nil }
-        return words.sorted().map { "'\($0)':*" }.joined(separator: " | ")
     }
 }
 
@@ -261,15 +282,17 @@ final class PostgresSearchIndex: SearchIndexStorage {
             if !kept.isEmpty {
                 try await sql.execute(
                     """
-                    INSERT INTO search_docs AS d (owner, zone, record_name, pending_id, title, text, words)
-                    SELECT t.owner, t.zone, t.record_name, t.pending_id, t.title, t.text, to_tsvector('simple', t.title || ' ' || t.text)
+                    INSERT INTO search_docs AS d (owner, zone, record_name, pending_id, title_words, words)
+                    SELECT t.owner, t.zone, t.record_name, t.pending_id, to_tsvector('simple', t.title_words), to_tsvector('simple', t.words)
                     FROM unnest(\(kept.map(\.0.owner))::text[], \(kept.map(\.0.zone))::text[], \(kept.map(\.0.recordName))::text[],
-                        \(kept.map(\.0.id))::int8[], \(kept.map(\.1.title))::text[], \(kept.map(\.1.text))::text[])
-                        AS t(owner, zone, record_name, pending_id, title, text)
+                        \(kept.map(\.0.id))::int8[], \(kept.map(\.1.titleWords))::text[], \(kept.map(\.1.words))::text[])
+                        AS t(owner, zone, record_name, pending_id, title_words, words)
                     ON CONFLICT (owner, zone, record_name) DO UPDATE
-                        SET pending_id = EXCLUDED.pending_id, title = EXCLUDED.title, text = EXCLUDED.text, words = EXCLUDED.words
+                        SET pending_id = EXCLUDED.pending_id, title_words = EXCLUDED.title_words, words = EXCLUDED.words
                         WHERE d.pending_id < EXCLUDED.pending_id
                     """)
+                let vocabulary = Array(Set(kept.flatMap(\.1.vocabulary))).sorted()
+                try await sql.execute("INSERT INTO search_vocabulary (word) SELECT unnest(\(vocabulary)::text[]) ON CONFLICT DO NOTHING")
             }
             if !gone.isEmpty {
                 try await sql.execute(

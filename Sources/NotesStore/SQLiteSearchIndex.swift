@@ -11,9 +11,9 @@ import Synchronization
 /// (`notes-search.sqlite` for `notes.sqlite`), which `SearchIndexer` fills from the
 /// store's `search_pending` rows.
 ///
-/// Why a file of its own: indexing a note's trigrams costs about 150 ns a byte (a
-/// 40 KB note 6 ms, a batch of 400 of them two seconds). In the store's file it would
-/// hold the one writer every account's saves wait for; here it holds only this file's.
+/// Why a file of its own: indexing a note costs tens of nanoseconds a byte (a batch of
+/// 400 notes of 40 KB, half a second), and in the store's file it would hold the one
+/// writer every account's saves wait for; here it holds only this file's.
 /// A save is found once the index took it in, usually within milliseconds; a search
 /// first waits for the saves of the accounts whose notes the caller reads, at most a
 /// bound (`SearchIndexer.waitForVisibleSaves`).
@@ -26,7 +26,7 @@ import Synchronization
 /// none) is rebuilt from the store's notes.
 final class SQLiteSearchIndex: SearchIndexStorage {
     /// The schema of the index file; another number means rebuild.
-    static let schemaVersion: Int32 = 1
+    static let schemaVersion: Int32 = 2
     /// Rows of `search_pending` already taken in, past which they are deleted.
     static let cleanupRows: Int64 = 2_000
 
@@ -44,10 +44,21 @@ final class SQLiteSearchIndex: SearchIndexStorage {
         var cleanedThrough: [String: Int64] = [:]
     }
 
+    /// Each account with rows in `search_pending` and its last id, found with one index
+    /// seek per account (a GROUP BY would read every row, those already taken in too).
+    static let ownersWithLastID = """
+        WITH RECURSIVE owners(owner) AS (
+            SELECT MIN(owner) FROM search_pending
+            UNION ALL
+            SELECT (SELECT MIN(owner) FROM search_pending WHERE owner > owners.owner) FROM owners WHERE owners.owner IS NOT NULL
+        )
+        SELECT owner, (SELECT MAX(id) FROM search_pending WHERE owner = owners.owner) FROM owners WHERE owner IS NOT NULL
+        """
+
     /// Keeps the index in step with a row of `docs` deleted.
     static let deleteTrigger = """
         CREATE TRIGGER docs_delete AFTER DELETE ON docs BEGIN
-            INSERT INTO docs_index (docs_index, rowid, title, text) VALUES ('delete', OLD.id, OLD.title, OLD.text);
+            INSERT INTO docs_index (docs_index, rowid, title_words, words) VALUES ('delete', OLD.id, OLD.title_words, OLD.words);
         END;
         """
 
@@ -62,6 +73,8 @@ final class SQLiteSearchIndex: SearchIndexStorage {
                             DROP TRIGGER docs_delete;
                             DELETE FROM docs;
                             INSERT INTO docs_index (docs_index) VALUES ('delete-all');
+                            DELETE FROM vocabulary;
+                            INSERT INTO vocabulary_index (vocabulary_index) VALUES ('delete-all');
                             \(Self.deleteTrigger)
                             DELETE FROM progress;
                             """)
@@ -112,27 +125,35 @@ final class SQLiteSearchIndex: SearchIndexStorage {
                 sql: """
                     DROP TABLE IF EXISTS docs_index;
                     DROP TABLE IF EXISTS docs;
+                    DROP TABLE IF EXISTS vocabulary_index;
+                    DROP TABLE IF EXISTS vocabulary;
                     DROP TABLE IF EXISTS progress;
-                    -- One row per note: its title and text in SearchForm. The index keeps
-                    -- no copy (external content): snippets are cut from these columns.
+                    -- One row per note: the words of its title and text (SearchWords,
+                    -- space-separated) that the index is built over. Results show titles and
+                    -- snippets from the notes themselves.
                     CREATE TABLE docs (
                         id INTEGER PRIMARY KEY,
                         owner TEXT NOT NULL,
                         zone TEXT NOT NULL,
                         record_name TEXT NOT NULL,
-                        title TEXT NOT NULL,
-                        text TEXT NOT NULL,
+                        title_words TEXT NOT NULL,
+                        words TEXT NOT NULL,
                         UNIQUE (owner, zone, record_name)
                     );
-                    -- Trigrams find any string of three characters; detail=full keeps
-                    -- their positions, without which a longer string (a phrase of
-                    -- trigrams) cannot be matched.
+                    -- Words, with their positions (phrases), accents kept.
                     CREATE VIRTUAL TABLE docs_index USING fts5(
-                        title, text, tokenize = 'trigram', detail = full, content = 'docs', content_rowid = 'id');
+                        title_words, words, tokenize = 'unicode61 remove_diacritics 0', content = 'docs', content_rowid = 'id');
                     CREATE TRIGGER docs_insert AFTER INSERT ON docs BEGIN
-                        INSERT INTO docs_index (rowid, title, text) VALUES (NEW.id, NEW.title, NEW.text);
+                        INSERT INTO docs_index (rowid, title_words, words) VALUES (NEW.id, NEW.title_words, NEW.words);
                     END;
                     \(Self.deleteTrigger)
+                    -- Every word of three letters or more any note held, with the trigrams
+                    -- that find the words holding a string (a search inside words).
+                    CREATE TABLE vocabulary (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE);
+                    CREATE VIRTUAL TABLE vocabulary_index USING fts5(word, tokenize = 'trigram', content = 'vocabulary', content_rowid = 'id');
+                    CREATE TRIGGER vocabulary_insert AFTER INSERT ON vocabulary BEGIN
+                        INSERT INTO vocabulary_index (rowid, word) VALUES (NEW.id, NEW.word);
+                    END;
                     -- Per account, the last search_pending id taken in: every note of its
                     -- zones written up to it is here.
                     CREATE TABLE progress (owner TEXT PRIMARY KEY, indexed_through INTEGER NOT NULL);
@@ -172,7 +193,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
     func pending(limit: Int, bytes: Int) async throws(NotesError) -> [PendingNote] {
         let through = progress.withLock { $0.indexedThrough }
         return try await readStore { db in
-            let owners = try Row.fetchAll(db.cachedStatement(sql: "SELECT owner, MAX(id) FROM search_pending GROUP BY owner"))
+            let owners = try Row.fetchAll(db.cachedStatement(sql: Self.ownersWithLastID))
                 .map { ($0[0] as String, $0[1] as Int64) }
                 .filter { $0.1 > through[$0.0, default: 0] }
                 .map(\.0)
@@ -207,11 +228,15 @@ final class SQLiteSearchIndex: SearchIndexStorage {
                             note.owner, note.zone, note.recordName,
                         ])
                         if let document {
-                            try db.cachedStatement(sql: "INSERT INTO docs (owner, zone, record_name, title, text) VALUES (?, ?, ?, ?, ?)").execute(arguments: [
-                                note.owner, note.zone, note.recordName, document.title, document.text,
-                            ])
+                            try db.cachedStatement(
+                                sql: "INSERT INTO docs (owner, zone, record_name, title_words, words) VALUES (?, ?, ?, ?, ?)"
+                            ).execute(arguments: [note.owner, note.zone, note.recordName, document.titleWords, document.words])
                         }
                     }
+                    let vocabulary = Set(documents.flatMap { $0?.vocabulary ?? [] })
+                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO vocabulary (word) SELECT value FROM json_each(?)").execute(arguments: [
+                        String(decoding: try JSONEncoder().encode(Array(vocabulary)), as: UTF8.self)
+                    ])
                     for (owner, id) in reached {
                         try db.cachedStatement(sql: "INSERT OR REPLACE INTO progress (owner, indexed_through) VALUES (?, ?)").execute(arguments: [owner, id])
                     }
@@ -274,7 +299,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
     func waitingCount() async throws(NotesError) -> Int {
         let through = progress.withLock { $0.indexedThrough }
         return try await readStore { db in
-            try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT owner FROM search_pending")).reduce(0) { sum, owner in
+            try String.fetchAll(db.cachedStatement(sql: Self.ownersWithLastID)).reduce(0) { sum, owner in
                 sum
                     + (try Int.fetchOne(
                         db.cachedStatement(sql: "SELECT COUNT(*) FROM search_pending WHERE owner = ? AND id > ?"), arguments: [owner, through[owner, default: 0]]) ?? 0)

@@ -70,18 +70,11 @@ private struct SearchPage {
         var conditions = ["r.record_type = 'note'", "(r.owner = ? OR r.share_id IN (SELECT value FROM json_each(?)))", SQLiteStore.shownRecord]
         var arguments: [any DatabaseValueConvertible] = [actor, String(decoding: try JSONEncoder().encode(Array(readable.keys)), as: UTF8.self)]
         let query = request.query
-        let wanted = query.clauses.filter { !$0.excluded }
-        let unwanted = query.clauses.filter(\.excluded)
-        let source: String
-        if wanted.isEmpty {
-            source = "(SELECT id, 0.0 AS score FROM docs)"
-        } else {
-            source = "(SELECT rowid AS id, bm25(docs_index, 4.0, 1.0) AS score FROM docs_index WHERE docs_index MATCH ?)"
-            arguments.insert(Self.match(wanted), at: 0)
-        }
-        if !unwanted.isEmpty {
+        let wanted = try Self.match(db, query.clauses.filter { !$0.excluded }, joinedBy: " AND ")
+        let unwanted = try Self.match(db, query.clauses.filter(\.excluded), joinedBy: " OR ")
+        if let unwanted {
             conditions.append("d.id NOT IN (SELECT rowid FROM docs_index WHERE docs_index MATCH ?)")
-            arguments.append(Self.match(unwanted, joinedBy: " OR "))
+            arguments.append(unwanted)
         }
         if let author = query.author {
             conditions.append("r.modified_by = ?")
@@ -114,41 +107,104 @@ private struct SearchPage {
             conditions.append("r.owner = ? AND r.zone = ? AND r.record_name IN (SELECT value FROM json_each(?))")
             arguments.append(contentsOf: [zone.owner, zone.name, String(decoding: try JSONEncoder().encode(names), as: UTF8.self)])
         }
-        arguments.append(request.fetched)
-        arguments.append(request.offset)
-        let rows = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT d.id, d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by
-                FROM \(source) h JOIN docs d ON d.id = h.id
-                JOIN store.records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
-                WHERE \(conditions.joined(separator: " AND "))
-                ORDER BY h.score, r.modified_at DESC, d.id
-                LIMIT ? OFFSET ?
-                """, arguments: StatementArguments(arguments))
+        let rows: [Row]
+        // Ranking reads every match: past `mostRanked`, the most recently indexed first,
+        // which the index gives without reading the rest.
+        if let wanted, try Int.fetchOne(db, sql: Self.countingMatches, arguments: [wanted, SearchRules.mostRanked + 1]) ?? 0 <= SearchRules.mostRanked {
+            rows = try ranked(wanted, conditions: conditions, arguments: arguments)
+        } else {
+            let source = wanted == nil ? "(SELECT id FROM docs)" : "(SELECT rowid AS id FROM docs_index WHERE docs_index MATCH ?)"
+            rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT d.id, d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by
+                    FROM \(source) h JOIN docs d ON d.id = h.id
+                    JOIN store.records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
+                    WHERE \(conditions.joined(separator: " AND "))
+                    ORDER BY \(wanted == nil ? "r.modified_at DESC, d.id" : "h.id DESC")
+                    LIMIT ? OFFSET ?
+                    """, arguments: StatementArguments((wanted.map { [$0] } ?? []) + arguments + [request.fetched, request.offset]))
+        }
         return try rows.map { row in
             let zone = ZoneID(owner: row[1], name: row[2])
             let recordName: String = row[3]
             let shareID: String? = row[4]
-            let document = try Row.fetchOne(db.cachedStatement(sql: "SELECT title, text FROM docs WHERE id = ?"), arguments: [row[0] as Int64])
+            // Only the start of a note is shown (`SearchSnippet.scannedBytes`).
+            let note = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT name, substr(\(StoredRecord.bodyValue("records")), 1, ?) FROM store.records WHERE owner = ? AND zone = ? AND record_name = ?"),
+                arguments: [SearchSnippet.scannedBytes, zone.owner, zone.name, recordName])
+            let shown = SearchRules.shown(name: note?[0] ?? recordName, body: StoredRecord.text(note?[1]) ?? "", query)
             let zoneWide = shareID.map { readable[$0] == .some(nil) } ?? false
             let root = zone.owner == actor ? nil : shareID.flatMap { readable[$0] ?? nil }
             return API.SearchHit(
                 zone: zone, recordName: recordName, shareID: zone.owner == actor ? nil : shareID,
                 path: SearchRules.mountPath(zone: zone, actor: actor, zoneWide: zoneWide, names: try names(of: recordName, in: zone, upTo: root)),
-                title: SearchRules.title(document?["title"] ?? ""), modifiedBy: row[6], modifiedAt: Date(stored: row[5]),
-                snippet: SearchRules.snippet(document?["text"] ?? "", query))
+                title: shown.title, modifiedBy: row[6], modifiedAt: Date(stored: row[5]), snippet: shown.snippet)
         }
     }
 
-    /// An FTS5 expression: each clause's terms joined by OR, the clauses by `joinedBy`.
-    static func match(_ clauses: [SearchQuery.Clause], joinedBy separator: String = " AND ") -> String {
-        clauses.map { clause in
+    static let countingMatches = "SELECT COUNT(*) FROM (SELECT 1 FROM docs_index WHERE docs_index MATCH ? LIMIT ?)"
+
+    /// The page of the best-ranked matches that pass `conditions`: the index ranks its
+    /// matches alone (BM25 in C, cheap), and only the best few are looked up in the
+    /// store, more only when too few of them pass (another account's notes, say).
+    func ranked(_ match: String, conditions: [String], arguments: [any DatabaseValueConvertible]) throws -> [Row] {
+        let wanted = request.offset + request.fetched
+        var limit = max(64, wanted * 4)
+        while true {
+            let candidates = try Row.fetchAll(
+                db, sql: "SELECT rowid, bm25(docs_index, 4.0, 1.0) AS score FROM docs_index WHERE docs_index MATCH ? ORDER BY score LIMIT ?",
+                arguments: [match, limit])
+            var scores: [Int64: Double] = [:]
+            for row in candidates { scores[row[0]] = row[1] }
+            let passing = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT d.id, d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by
+                    FROM docs d JOIN store.records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
+                    WHERE d.id IN (SELECT value FROM json_each(?)) AND \(conditions.joined(separator: " AND "))
+                    """,
+                arguments: StatementArguments([String(decoding: try JSONEncoder().encode(Array(scores.keys)), as: UTF8.self)] + arguments))
+            if passing.count >= wanted || candidates.count < limit {
+                let sorted = passing.sorted { left, right in
+                    let (a, b) = (scores[left[0]] ?? 0, scores[right[0]] ?? 0)
+                    if a != b { return a < b }
+                    let (x, y): (Double, Double) = (left[5], right[5])
+                    if x != y { return x > y }
+                    return (left[0] as Int64) < (right[0] as Int64)
+                }
+                return Array(sorted.dropFirst(request.offset).prefix(request.fetched))
+            }
+            limit *= 8
+        }
+    }
+
+    /// An FTS5 expression: each clause's terms joined by OR, the clauses by `joinedBy`;
+    /// nil for no clauses. A search inside words becomes the words that start with the
+    /// letters or hold them (`SearchRules.mostInfixWords` of those, from the vocabulary).
+    static func match(_ db: Database, _ clauses: [SearchQuery.Clause], joinedBy separator: String) throws -> String? {
+        guard !clauses.isEmpty else { return nil }
+        func quoted(_ word: String) -> String { "\"" + word.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+        return try clauses.map { clause in
             "("
-                + clause.alternatives.map { term in
-                    let phrase = "\"" + term.form.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-                    return term.field == .title ? "title : " + phrase : phrase
-                }.joined(separator: " OR ") + ")"
+                + (try clause.alternatives.map { term in
+                    let expression: String
+                    switch term.match {
+                    case .word(let word):
+                        expression = quoted(word)
+                    case .prefix(let word):
+                        expression = quoted(word) + "*"
+                    case .phrase(let words):
+                        expression = quoted(words.joined(separator: " ")) + "*"
+                    case .infix(let word):
+                        let holding = try String.fetchAll(
+                            db.cachedStatement(
+                                sql: "SELECT word FROM vocabulary WHERE id IN (SELECT rowid FROM vocabulary_index WHERE vocabulary_index MATCH ?) ORDER BY word LIMIT ?"),
+                            arguments: [quoted(word), SearchRules.mostInfixWords])
+                        expression = "(" + ([quoted(word) + "*"] + holding.map(quoted)).joined(separator: " OR ") + ")"
+                    }
+                    return term.field == .title ? "title_words : " + expression : expression
+                }).joined(separator: " OR ") + ")"
         }.joined(separator: separator)
     }
 

@@ -43,7 +43,12 @@ enum StoredRecord {
     /// The text of a row of `table` (records or versions), inline or written apart
     /// (`SeparateContents`), as a column named `body`.
     static func body(_ table: String) -> String {
-        "CASE WHEN \(table).content_id IS NULL THEN \(table).body ELSE (SELECT c.body FROM contents c WHERE c.id = \(table).content_id) END AS body"
+        bodyValue(table) + " AS body"
+    }
+
+    /// The same value, as an expression.
+    static func bodyValue(_ table: String) -> String {
+        "CASE WHEN \(table).content_id IS NULL THEN \(table).body ELSE (SELECT c.body FROM contents c WHERE c.id = \(table).content_id) END"
     }
 
     /// The attachment of a row of `records`, inline or written apart, as `bytes`.

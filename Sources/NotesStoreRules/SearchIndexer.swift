@@ -55,6 +55,10 @@ public final class SearchIndexer: Sendable {
     /// Notes per batch, and the bytes of text past which a batch stops early.
     public static let batchNotes = 256
     public static let batchBytes = 8 << 20
+    /// How long a run started by a write waits before its first batch, so that a
+    /// stream of single saves is taken in a few at a time rather than one by one (a
+    /// search that waits for them starts the batch at once).
+    public static let gathering: Duration = .milliseconds(500)
 
     private let storage: any SearchIndexStorage
     private let logger: Logger
@@ -63,6 +67,8 @@ public final class SearchIndexer: Sendable {
     private struct State {
         var running = false
         var dirty = false
+        /// The run waiting out `gathering`, to be woken early by a search.
+        var gatheringRun: CheckedContinuation<Void, Never>?
         var listeners: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextListener = 0
     }
@@ -73,22 +79,45 @@ public final class SearchIndexer: Sendable {
     }
 
     /// Starts taking in what the store wrote, unless that is under way (then the run
-    /// under way looks again when it is done).
-    public func wake() {
-        let start = state.withLock { state in
+    /// under way looks again when it is done). A write's wake gathers for a moment
+    /// first; a search's (`now`) does not.
+    public func wake(now: Bool = false) {
+        let (start, early) = state.withLock { state in
+            var early: CheckedContinuation<Void, Never>?
+            if now {
+                early = state.gatheringRun
+                state.gatheringRun = nil
+            }
             if state.running {
                 state.dirty = true
-                return false
+                return (false, early)
             }
             state.running = true
             state.dirty = false
-            return true
+            return (true, early)
         }
+        early?.resume()
         guard start else { return }
-        Task.detached { await self.drain() }
+        Task.detached { await self.drain(gathering: !now) }
     }
 
-    private func drain() async {
+    /// Waits out `gathering`, unless a search wakes the run first.
+    private func gather() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            state.withLock { $0.gatheringRun = continuation }
+            Task {
+                try? await Task.sleep(for: Self.gathering)
+                let run = self.state.withLock { state in
+                    defer { state.gatheringRun = nil }
+                    return state.gatheringRun
+                }
+                run?.resume()
+            }
+        }
+    }
+
+    private func drain(gathering: Bool) async {
+        if gathering { await gather() }
         var failures = 0
         while true {
             do {
@@ -158,7 +187,7 @@ public final class SearchIndexer: Sendable {
         guard let mark = try await storage.waitingMark(for: actor) else { return true }
         let deadline = ContinuousClock.now + .seconds(seconds)
         while true {
-            wake()
+            wake(now: true)
             if try await storage.isTakenIn(mark) { return true }
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return false }

@@ -65,13 +65,20 @@ public enum SearchRules {
         return parts.joined(separator: "/")
     }
 
-    /// The snippet of a hit, from its text in `SearchForm`.
-    public static func snippet(_ form: String, _ query: SearchQuery) -> [API.SnippetPart] {
-        SearchSnippet.make(form, terms: query.wanted).map { API.SnippetPart(text: $0.text, match: $0.match) }
+    /// The title and snippet of a hit, from the note itself (the index keeps only words).
+    public static func shown(name: String, body: String, _ query: SearchQuery) -> (title: String, snippet: [API.SnippetPart]) {
+        (
+            SearchDocument.title(name: name, body: body),
+            SearchSnippet.make(SearchDocument.shownText(body), terms: query.wanted).map { API.SnippetPart(text: $0.text, match: $0.match) }
+        )
     }
 
-    /// The title shown for a hit, from its title in `SearchForm`.
-    public static func title(_ form: String) -> String { SearchDocument.shownTitle(form) }
+    /// Matching notes past this many are listed most recently indexed first rather than
+    /// ranked: ranking reads every match, and a word in most notes ranks nothing.
+    public static let mostRanked = 5_000
+    /// Infix matches look among at most this many different words holding the letters
+    /// (in alphabetical order); words that start with them are always found.
+    public static let mostInfixWords = 256
 }
 
 /// The notes an `in:` filter keeps.

@@ -2,9 +2,9 @@ public import Foundation
 
 /// A search as people type it, parsed once for every backend and the offline replica.
 ///
-/// Words match anywhere, inside words too (`lann` finds "planning"); `"two words"` is a
-/// phrase; `plan*` matches words that start with "plan"; a word of two letters matches
-/// the starts of words; `-word` excludes; `a OR b` takes either (OR binds tighter than
+/// Words match inside words too (`lann` finds "planning"); `"two words"` is a phrase
+/// (a quoted single word matches that word only); `plan*` matches words that start with
+/// "plan"; a word of two letters matches the starts of words; `-word` excludes; `a OR b` takes either (OR binds tighter than
 /// the words around it: `budget draft OR final` is budget and either of the two).
 /// Filters: `in:FOLDER` (a mount path such as `private/projects`), `title:WORD`,
 /// `by:ACCOUNT` (who changed the note last), `modified:>2026-11-01` (also `>=`, `<`,
@@ -18,12 +18,22 @@ public struct SearchQuery: Sendable, Equatable {
         case anywhere, title
     }
 
-    /// One string the index looks up, in `SearchForm`.
+    /// One word or phrase of a query, as the index looks it up.
     public struct Term: Sendable, Equatable {
-        /// What the index looks up (a substring of the note's search form).
-        public var form: String
+        public enum Match: Sendable, Equatable {
+            /// A whole word: a quoted word, or one Chinese or Japanese character.
+            case word(String)
+            /// Words that start with it: `plan*`, or a word of two letters.
+            case prefix(String)
+            /// Words that hold it anywhere (three letters or more).
+            case infix(String)
+            /// Words one after the other, the last one's start enough: a quoted phrase,
+            /// a word with punctuation inside (`e-mail`), a run of Chinese characters.
+            case phrase([String])
+        }
+        public var match: Match
         public var field: Field
-        /// The words as typed, for snippets and messages.
+        /// The words as typed (NFKC, white space collapsed): what a snippet marks.
         public var typed: String
     }
 
@@ -153,9 +163,10 @@ public struct SearchQuery: Sendable, Equatable {
         return calendar.date(from: components)
     }
 
-    /// The index's string for a word or phrase. A word ending in `*` matches words that
-    /// start with it; other words match anywhere, unless they are too short for that
-    /// (two letters): then they match the starts of words.
+    /// How the index looks up a word or phrase. A word ending in `*` matches words that
+    /// start with it; a quoted single word matches itself only; other words match
+    /// inside words, unless they are too short for that (two letters): then they match
+    /// the starts of words.
     static func term(_ token: Token, field: Field) throws(Problem) -> Term {
         var text = token.text
         var prefix = false
@@ -166,19 +177,25 @@ public struct SearchQuery: Sendable, Equatable {
             }
         }
         // The same normal form as the index (`SearchText`): full-width letters match.
-        var form = SearchForm.of(text.precomposedStringWithCompatibilityMapping)
-        let scalars = Array(form.unicodeScalars)
-        if !prefix, scalars.count > 1, scalars[0] == SearchForm.wordStart, SearchForm.Kind(scalars[1]) == .letter, scalars.count - 1 >= SearchForm.shortest {
-            form = String(String.UnicodeScalarView(scalars.dropFirst()))
+        text = SearchWords.collapsed(SearchText.normalized(text))
+        let words = SearchWords.tokens(text)
+        let shown = token.quoted ? "\"\(token.text)\"" : token.text
+        guard let first = words.first else { throw Problem("`\(shown)` has no letters or digits to look for.") }
+        let match: Term.Match
+        if words.count > 1 {
+            match = .phrase(words)
+        } else if SearchWords.isIdeograph(first) {
+            match = .word(first)
+        } else if first.unicodeScalars.count < 2 {
+            throw Problem("`\(shown)` is too short to look up: use two letters or more (one is enough in Chinese or Japanese).")
+        } else if token.quoted {
+            match = .word(first)
+        } else if prefix || first.unicodeScalars.count == 2 {
+            match = .prefix(first)
+        } else {
+            match = .infix(first)
         }
-        guard form.unicodeScalars.count >= SearchForm.shortest else {
-            let shown = token.quoted ? "\"\(token.text)\"" : token.text
-            throw Problem(
-                text.isEmpty
-                    ? "`\(shown)` has nothing to look for."
-                    : "`\(shown)` is too short to look up: use two letters or more (one is enough in Chinese or Japanese).")
-        }
-        return Term(form: form, field: field, typed: text)
+        return Term(match: match, field: field, typed: text)
     }
 
     struct Token: Equatable {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A few lines of a found note around its first match, with the matches marked: the
-/// same for every backend and offline, since it is cut from the note's search form.
+/// same for every backend and offline, since it is cut from the text the index keeps.
 public enum SearchSnippet {
     /// One run of the snippet's text: a match or what lies between matches.
     public struct Part: Sendable, Equatable, Codable {
@@ -15,15 +15,16 @@ public enum SearchSnippet {
 
     /// How far into a note a match is looked for (a match further in gives the
     /// note's opening lines): the snippet's cost stays small for a note of any size.
-    public static let scannedBytes = 256 * 1024
+    public static let scannedBytes = 32 * 1024
     /// Characters shown before the first match, and in all.
     public static let lead = 60
     public static let length = 200
 
-    /// The snippet of `form` (a note's text in `SearchForm`) for the terms a match holds.
-    public static func make(_ form: String, terms: [SearchQuery.Term]) -> [Part] {
-        let (text, cut) = bounded(form)
-        let forms = Set(terms.map(\.form)).filter { !$0.isEmpty }
+    /// The snippet of `text` (a note's text as `SearchDocument` keeps it) for the terms
+    /// a match holds: their words are marked wherever they occur.
+    public static func make(_ text: String, terms: [SearchQuery.Term]) -> [Part] {
+        let (text, cut) = bounded(text)
+        let forms = Set(terms.map(\.marked)).filter { !$0.isEmpty }
         var first: Range<String.Index>?
         for term in forms {
             if let found = text.range(of: term, options: [.caseInsensitive]), first == nil || found.lowerBound < first!.lowerBound {
@@ -48,7 +49,7 @@ public enum SearchSnippet {
         var parts: [Part] = []
         var cursor = window.startIndex
         func append(_ slice: Substring, match: Bool) {
-            let plain = SearchForm.plain(slice)
+            let plain = String(slice)
             guard !plain.isEmpty else { return }
             if let last = parts.last, last.match == match {
                 parts[parts.count - 1].text += plain
@@ -67,12 +68,22 @@ public enum SearchSnippet {
         return parts
     }
 
-    /// At most `scannedBytes` of the form, cut at a character's end, and whether it was cut.
+    /// At most `scannedBytes` of the text, cut at a character's end, and whether it was cut.
     static func bounded(_ form: String) -> (Substring, Bool) {
         let utf8 = form.utf8
         guard utf8.count > scannedBytes else { return (form[...], false) }
         var end = utf8.index(utf8.startIndex, offsetBy: scannedBytes)
         while end > utf8.startIndex && end.samePosition(in: form) == nil { end = utf8.index(before: end) }
         return (form[..<end], true)
+    }
+}
+
+extension SearchQuery.Term {
+    /// What a snippet marks for this term: its word, or the phrase as typed.
+    var marked: String {
+        switch match {
+        case .word(let word), .prefix(let word), .infix(let word): word
+        case .phrase: typed
+        }
     }
 }

@@ -14,7 +14,13 @@ public enum SearchText {
     public static func indexed(_ markdown: String) -> String {
         var markdown = markdown
         let bytes = markdown.withUTF8 { prepare($0) }
-        return String(decoding: bytes, as: UTF8.self).precomposedStringWithCompatibilityMapping
+        return normalized(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// NFKC, which ASCII text already is (most notes: the normalizer costs more than
+    /// the rest of the indexing).
+    public static func normalized(_ text: String) -> String {
+        text.utf8.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCompatibilityMapping
     }
 
     static func prepare(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {

@@ -27,6 +27,7 @@ struct Bench: AsyncParsableCommand {
               swift build -c release && .build/release/notes-bench --records 100000
               scripts/bench-postgres.sh --records 100000
               .build/release/notes-bench --database postgres://bench@%2Ftmp%2Fpg/bench
+              .build/release/notes-bench --search --records 100000
             """)
 
     /// The client side runs Swift concurrency on NIO's event loops too (see notesd).
@@ -59,12 +60,25 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Saves timed from one instance to the other (with --database).")
     var latencySamples = 500
 
+    @Flag(help: "Measure search instead: --records notes of 1 KiB and --large-notes of 1 MiB, queries against grep -rl, saves with and without the index.")
+    var search = false
+
+    @Option(help: "Notes of 1 MiB beside the small ones (with --search).")
+    var largeNotes = 4
+
     func run() async throws {
         let folder = dir ?? "/tmp/notes-bench-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { if dir == nil { try? FileManager.default.removeItem(atPath: folder) } }
         let body = String(repeating: "lorem ipsum ", count: bodyBytes / 12 + 1).prefix(bodyBytes)
         let daemonPath = notesd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notesd").path
+        if search {
+            try await SearchBench(
+                notes: records, largeNotes: largeNotes, singles: singles, daemonPath: daemonPath, folder: folder,
+                databaseArguments: database.map { ["--database", $0] } ?? [], secondDatabaseArguments: database.map { ["--database", $0] } ?? []
+            ).run()
+            return
+        }
         if let database {
             try await PostgresBench(
                 url: database, records: records, singles: singles, concurrency: concurrency, body: String(body), daemonPath: daemonPath,

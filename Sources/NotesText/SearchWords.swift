@@ -1,0 +1,143 @@
+/// How text becomes the words a search index holds, the same for the index and for a
+/// query, so that both backends (and the offline replica) look up the same words.
+///
+/// A word is a run of letters, digits and combining marks, lowercased; every Han,
+/// Hiragana and Katakana character is a word of its own, since those scripts are
+/// written without spaces and most of their words are one or two characters: a
+/// Chinese or Japanese word is then a phrase of its characters. Everything else (white
+/// space, punctuation, symbols) separates words. A word longer than `longestWord`
+/// characters (a hash, a blob of base64) is not a word anyone types, and is left out.
+public enum SearchWords {
+    public static let longestWord = 64
+    /// Bytes of words kept per note (a note's words past it are not indexed): what
+    /// PostgreSQL's `tsvector` of one note holds comfortably.
+    public static let mostBytes = 512 * 1024
+
+    /// The words of `text` (in Unicode's NFKC form already), in order.
+    public static func tokens(_ text: String) -> [String] {
+        var tokens: [String] = []
+        var word = String.UnicodeScalarView()
+        var length = 0
+        var onlyASCII = true
+        func flush() {
+            if !word.isEmpty && length <= longestWord { tokens.append(onlyASCII ? String(word) : String(word).lowercased()) }
+            word = String.UnicodeScalarView()
+            length = 0
+            onlyASCII = true
+        }
+        for scalar in text.unicodeScalars {
+            switch Kind(scalar) {
+            case .letter:
+                // ASCII is lowercased here; other letters by the standard library at the end.
+                if scalar.value >= 0x41 && scalar.value <= 0x5A {
+                    word.append(Unicode.Scalar(scalar.value + 0x20)!)
+                } else {
+                    word.append(scalar)
+                    if scalar.value >= 0x80 { onlyASCII = false }
+                }
+                length += 1
+            case .ideograph:
+                flush()
+                tokens.append(String(scalar))
+            case .other:
+                flush()
+            }
+        }
+        flush()
+        return tokens
+    }
+
+    /// White space collapsed to single spaces, as results show text.
+    public static func collapsed(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        var space = false
+        for scalar in text.unicodeScalars {
+            if scalar.value <= 0x20 || (scalar.value >= 0x80 && scalar.properties.isWhitespace) {
+                space = !out.isEmpty
+                continue
+            }
+            if space { out.append(" ") }
+            space = false
+            out.append(scalar)
+        }
+        return String(out)
+    }
+
+    /// Whether `word` is one Han, Hiragana or Katakana character.
+    public static func isIdeograph(_ word: String) -> Bool {
+        word.unicodeScalars.count == 1 && word.unicodeScalars.first.map { Kind($0) == .ideograph } == true
+    }
+
+    enum Kind: Equatable {
+        case letter, ideograph, other
+
+        init(_ scalar: Unicode.Scalar) {
+            // ASCII without the Unicode tables (a lookup each, the most of indexing's time).
+            let value = scalar.value
+            if value < 0x80 {
+                self = (value >= 0x61 && value <= 0x7A) || (value >= 0x41 && value <= 0x5A) || (value >= 0x30 && value <= 0x39) ? .letter : .other
+                return
+            }
+            let properties = scalar.properties
+            if Self.isIdeograph(scalar) {
+                self = .ideograph
+            } else if properties.isAlphabetic || properties.numericType != nil || properties.generalCategory == .nonspacingMark
+                || properties.generalCategory == .spacingMark
+            {
+                self = .letter
+            } else {
+                self = .other
+            }
+        }
+
+        /// Han (with its extensions and compatibility forms), Hiragana and Katakana.
+        static func isIdeograph(_ scalar: Unicode.Scalar) -> Bool {
+            switch scalar.value {
+            case 0x3041...0x3096, 0x30A1...0x30FA, 0x31F0...0x31FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xF900...0xFAFF, 0x20000...0x3FFFF:
+                return true
+            default:
+                return false
+            }
+        }
+    }
+}
+
+/// What the index keeps of one note: its title's and text's words (space-separated,
+/// as `SearchWords` makes them), and the words a query may find inside (`vocabulary`:
+/// distinct words of three characters or more).
+public struct SearchDocument: Sendable, Equatable {
+    public var titleWords: String
+    public var words: String
+    public var vocabulary: [String]
+
+    /// The document of a note named `name` (its file name) holding `body`.
+    public init(name: String, body: String) {
+        let titleTokens = SearchWords.tokens(Self.title(name: name, body: body))
+        var tokens: [String] = []
+        var bytes = 0
+        for token in SearchWords.tokens(SearchText.indexed(body)) {
+            bytes += token.utf8.count + 1
+            if bytes > SearchWords.mostBytes { break }
+            tokens.append(token)
+        }
+        titleWords = titleTokens.joined(separator: " ")
+        words = tokens.joined(separator: " ")
+        vocabulary = Array(Set((titleTokens + tokens).filter { $0.unicodeScalars.count >= 3 && !SearchWords.isIdeograph($0) })).sorted()
+    }
+
+    /// A note's title as search shows and indexes it: its first heading, else its name
+    /// without `.md`.
+    public static func title(name: String, body: String) -> String {
+        SearchWords.collapsed(SearchText.normalized(MarkdownTitle.first(in: body) ?? (name.hasSuffix(".md") ? String(name.dropLast(3)) : name)))
+    }
+
+    /// The text a result's snippet is cut from: the indexed text of the note's first
+    /// `SearchSnippet.scannedBytes` (cut at a line's end), white space collapsed.
+    public static func shownText(_ body: String) -> String {
+        let utf8 = body.utf8
+        guard utf8.count > SearchSnippet.scannedBytes else { return SearchWords.collapsed(SearchText.indexed(body)) }
+        var end = utf8.index(utf8.startIndex, offsetBy: SearchSnippet.scannedBytes)
+        while end > utf8.startIndex && utf8[end] != UInt8(ascii: "\n") { end = utf8.index(before: end) }
+        return SearchWords.collapsed(SearchText.indexed(String(body[..<end])))
+    }
+}

@@ -180,6 +180,8 @@ values = ["$ZTOKEN"]
 values = ["$DTOKEN", "d1.0"]
 [dictionaries.sitepaths]
 values = ["index.html", "inner.html", "pic.png", "style.css", "inner.md"]
+[dictionaries.queries]
+values = ["plan", "\\"the plan\\"", "pla*", "lan", "go", "in:private", "in:private/Folder", "title:note", "by:$OWNER", "modified:>=2026-01-01", "note -plan", "plan OR note", "東京", "e-mail"]
 [dictionaries.shareurls]
 values = ["$BASE/s/$TOKEN_A#plan.md", "$TOKEN_A"]
 
@@ -209,6 +211,14 @@ parameters = { "path.name" = "carol" }
 [[operations]]
 include-operation-id = ["unlockPublicPage", "unlockPublicSitePath"]
 checks = { positive_data_acceptance = { expected-statuses = ["2xx", "3xx", 401, 403, 404, 409, 413, 429, "5xx"] } }
+
+# A query is a language of its own (docs/search.md) that JSON Schema cannot state: a
+# string the schema allows may hold nothing to look for ("", "-a", "a OR"), which is
+# 400 with what to change. Real queries come from the dictionary most of the time.
+[[operations]]
+include-operation-id = "search"
+parameters = { "body.query" = { dictionary = "queries", probability = 0.6 } }
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403, 404, 409, 429, "5xx"] } }
 
 # The fixture account can be deleted once; later deletions of it are 404 by design (and
 # the stateful phase would chain createAccount's new name to a path fixed to dave).

@@ -239,6 +239,8 @@ final class PostgresSearchIndex: SearchIndexStorage {
         weak var value: PostgresStore?
     }
 
+    var isClosed: Bool { store.withLock { $0.value == nil } }
+
     func attach(_ store: PostgresStore) {
         self.store.withLock { $0.value = store }
     }
@@ -274,7 +276,7 @@ final class PostgresSearchIndex: SearchIndexStorage {
         }
     }
 
-    func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?]) async throws(NotesError) {
+    func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?], urgent: Bool) async throws(NotesError) {
         let kept = zip(notes, documents).compactMap { note, document in document.map { (note, $0) } }
         let gone = zip(notes, documents).filter { $0.1 == nil }.map(\.0)
         try await current().write { write in

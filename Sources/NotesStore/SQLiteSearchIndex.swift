@@ -218,10 +218,10 @@ final class SQLiteSearchIndex: SearchIndexStorage {
         }
     }
 
-    func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?]) async throws(NotesError) {
+    func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?], urgent: Bool) async throws(NotesError) {
         let reached = notes.reduce(into: [String: Int64]()) { reached, note in reached[note.owner] = max(reached[note.owner] ?? 0, note.id) }
         do {
-            try await Blocking.background {
+            try await (urgent ? Blocking.run : Blocking.background) {
                 try self.pool.write { db in
                     for (note, document) in zip(notes, documents) {
                         try db.cachedStatement(sql: "DELETE FROM docs WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [
@@ -295,6 +295,10 @@ final class SQLiteSearchIndex: SearchIndexStorage {
             for (owner, id) in done { progress.cleanedThrough[owner] = id }
         }
     }
+
+    /// The index owns what it reads and writes (the pools), so it never closes under
+    /// its indexer.
+    var isClosed: Bool { false }
 
     func waitingCount() async throws(NotesError) -> Int {
         let through = progress.withLock { $0.indexedThrough }

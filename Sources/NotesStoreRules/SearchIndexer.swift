@@ -35,8 +35,9 @@ public protocol SearchIndexStorage: Sendable {
     /// The next notes to take in, each account's oldest first, accounts in turn, at
     /// most `limit` notes and about `bytes` of text.
     func pending(limit: Int, bytes: Int) async throws(NotesError) -> [PendingNote]
-    /// Keeps `documents` (nil: the note is gone) and marks the notes taken in.
-    func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?]) async throws(NotesError)
+    /// Keeps `documents` (nil: the note is gone) and marks the notes taken in; `urgent`:
+    /// a search waits for them (work at notesd's own priority, not the background's).
+    func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?], urgent: Bool) async throws(NotesError)
     /// What must be taken in before a search of `actor` sees every note saved so far
     /// in the zones it reads (per owner, the last pending id); nil when nothing is.
     func waitingMark(for actor: String) async throws(NotesError) -> [String: Int64]?
@@ -46,6 +47,8 @@ public protocol SearchIndexStorage: Sendable {
     func cleanUp() async throws(NotesError)
     /// How many notes wait to be taken in.
     func waitingCount() async throws(NotesError) -> Int
+    /// Whether the store behind it is gone (the indexer then stops for good).
+    var isClosed: Bool { get }
 }
 
 /// Takes the notes a store wrote into its search index, a batch at a time, off the
@@ -71,6 +74,9 @@ public final class SearchIndexer: Sendable {
         var gatheringRun: CheckedContinuation<Void, Never>?
         var listeners: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextListener = 0
+        /// Searches waiting for the index: while there are any, its work runs at notesd's
+        /// own priority (a search's caller waits for it, on a busy machine too).
+        var searchesWaiting = 0
     }
 
     public init(storage: any SearchIndexStorage, logger: Logger) {
@@ -128,6 +134,10 @@ public final class SearchIndexer: Sendable {
                 try await storage.cleanUp()
                 failures = 0
             } catch {
+                if storage.isClosed {
+                    state.withLock { $0.running = false }
+                    return
+                }
                 failures += 1
                 logger.warning("the search index could not take in notes; it tries again", metadata: ["error": "\(error)"])
                 try? await Task.sleep(for: .seconds(min(30, failures)))
@@ -149,10 +159,10 @@ public final class SearchIndexer: Sendable {
     private func takeInBatch() async throws -> Bool {
         let batch = try await storage.pending(limit: Self.batchNotes, bytes: Self.batchBytes)
         guard !batch.isEmpty else { return false }
-        let documents = try await Blocking.background {
-            batch.map { note in note.body.map { SearchDocument(name: note.name, body: $0) } }
-        }
-        try await storage.takeIn(batch, documents)
+        let urgent = state.withLock { $0.searchesWaiting > 0 }
+        let make: @Sendable () -> [SearchDocument?] = { batch.map { note in note.body.map { SearchDocument(name: note.name, body: $0) } } }
+        let documents = urgent ? try await Blocking.run(make) : try await Blocking.background(make)
+        try await storage.takeIn(batch, documents, urgent: urgent)
         let listeners = state.withLock { state in
             defer { state.listeners.removeAll() }
             return Array(state.listeners.values)
@@ -185,6 +195,8 @@ public final class SearchIndexer: Sendable {
     /// returns whether it did.
     public func waitForVisibleSaves(of actor: String, seconds: Double = Limits.searchIndexWaitSeconds) async throws(NotesError) -> Bool {
         guard let mark = try await storage.waitingMark(for: actor) else { return true }
+        state.withLock { $0.searchesWaiting += 1 }
+        defer { state.withLock { $0.searchesWaiting -= 1 } }
         let deadline = ContinuousClock.now + .seconds(seconds)
         while true {
             wake(now: true)

@@ -114,7 +114,7 @@ extension SearchRules {
     public static func folder(_ path: String, actor: String, lookup: some SearchFolderLookup) async throws(NotesError) -> SearchFolder {
         let segments = path.split(separator: "/").map(String.init)
         let missing = NotesError(
-            .invalidArguments, "in:\(path): there is no such folder in your mount; give its path from the top, as private/… or shared/OWNER/….")
+            .unknownItem, "in:\(path): there is no such folder in your mount; give its path from the top, as private/… or shared/OWNER/….")
         var zone: ZoneID
         var rest: ArraySlice<String>
         var start: String?

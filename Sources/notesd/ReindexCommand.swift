@@ -44,7 +44,7 @@ struct ReindexCommand: AsyncParsableCommand {
             print("The search index holds every note.")
         } catch {
             progress.end()
-            FileHandle.standardError.write(Data("notesd reindex: \((error as? NotesError)?.message ?? "\(error)")\n".utf8))
+            FileHandle.standardError.write(Data("notesd reindex: \(error.message)\n".utf8))
             throw ExitCode(1)
         }
     }

@@ -221,7 +221,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
     func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?], urgent: Bool) async throws(NotesError) {
         let reached = notes.reduce(into: [String: Int64]()) { reached, note in reached[note.owner] = max(reached[note.owner] ?? 0, note.id) }
         do {
-            try await (urgent ? Blocking.run : Blocking.background) {
+            try await (urgent ? Blocking.run : Blocking.idle) {
                 try self.pool.write { db in
                     for (note, document) in zip(notes, documents) {
                         try db.cachedStatement(sql: "DELETE FROM docs WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [

@@ -52,7 +52,7 @@ public protocol SearchIndexStorage: Sendable {
 }
 
 /// Takes the notes a store wrote into its search index, a batch at a time, off the
-/// writers and on a thread of lowered priority; and lets a search wait, a bounded time,
+/// writers and on threads of the lowest priority (`Blocking.idle`); and lets a search wait, a bounded time,
 /// until the notes its caller reads are in. The same for every backend.
 public final class SearchIndexer: Sendable {
     /// Notes per batch, and the bytes of text past which a batch stops early.
@@ -161,7 +161,7 @@ public final class SearchIndexer: Sendable {
         guard !batch.isEmpty else { return false }
         let urgent = state.withLock { $0.searchesWaiting > 0 }
         let make: @Sendable () -> [SearchDocument?] = { batch.map { note in note.body.map { SearchDocument(name: note.name, body: $0) } } }
-        let documents = urgent ? try await Blocking.run(make) : try await Blocking.background(make)
+        let documents = urgent ? try await Blocking.run(make) : try await Blocking.idle(make)
         try await storage.takeIn(batch, documents, urgent: urgent)
         let listeners = state.withLock { state in
             defer { state.listeners.removeAll() }

@@ -40,9 +40,23 @@ public enum Blocking {
     /// one account's decodes and hashes at notesd's own priority stretched another
     /// account's small save, which needs a core for a millisecond, to tens of them.
     public static func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await onOwnThread(nice: backgroundNice, body)
+    }
+
+    /// The nice value of `idle` threads: the lowest.
+    public static let idleNice: Int32 = 19
+
+    /// Work that nobody waits for (taking notes into the search index): on a thread at
+    /// the lowest priority, below `background` work too (a password hash that its caller
+    /// waits for must not share the core evenly with a backlog of indexing).
+    public static func idle<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await onOwnThread(nice: idleNice, body)
+    }
+
+    private static func onOwnThread<T: Sendable>(nice: Int32, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
-                lowerPriority()
+                lowerPriority(to: nice)
                 continuation.resume(with: Result { try body() })
             }
             // (Deep JSON and Markdown recurse: the size Dispatch's threads have.)
@@ -55,9 +69,9 @@ public enum Blocking {
 
     /// Lowers the calling thread's priority (on Linux the nice value belongs to the
     /// thread, and `who` 0 names the calling one); the thread keeps it until it ends.
-    public static func lowerPriority() {
+    public static func lowerPriority(to nice: Int32 = backgroundNice) {
         #if os(Linux)
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, backgroundNice)
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
         #endif
     }
 }

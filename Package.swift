@@ -52,7 +52,7 @@ let package = Package(
         .target(
             name: "NotesStoreRules",
             dependencies: [
-                "NotesModel", "NotesWork", "NotesText",
+                "NotesModel", "NotesWork",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -60,11 +60,32 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Search apart from any database: a request read and checked, a hit's place in a
+        // mount, and the indexer that takes saved notes into an index, the same for the
+        // store's backends and the mount's replica.
+        .target(
+            name: "NotesSearch",
+            dependencies: [
+                "NotesModel", "NotesWork", "NotesText",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The SQLite FTS5 index file that notesd's SQLite store and the mount's replica
+        // each keep beside their own file: its schema, its writes, its queries.
+        .target(
+            name: "NotesSearchSQLite",
+            dependencies: [
+                "NotesModel", "NotesText", "NotesSearch",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Persistence: the SQLite (GRDB) implementation of `RecordStore`.
         .target(
             name: "NotesStore",
             dependencies: [
-                "NotesModel", "NotesStoreRules", "NotesWork", "NotesText",
+                "NotesModel", "NotesStoreRules", "NotesWork", "NotesText", "NotesSearch", "NotesSearchSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API itself, for writing change pages from column buffers.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -78,7 +99,7 @@ let package = Package(
         .target(
             name: "NotesPostgres",
             dependencies: [
-                "NotesModel", "NotesStoreRules", "NotesWork",
+                "NotesModel", "NotesStoreRules", "NotesWork", "NotesText", "NotesSearch",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -164,7 +185,10 @@ let package = Package(
         // The mount's local copy: records, contents and the upload queue in one SQLite file.
         .target(
             name: "NotesReplica",
-            dependencies: ["NotesModel", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "NotesModel", "NotesText", "NotesSearch", "NotesSearchSQLite", "NotesWork",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strictSettings
         ),
         // The mount's file model and sync engine: the tree of notes the kernel sees, kept in

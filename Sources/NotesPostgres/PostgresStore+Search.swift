@@ -1,5 +1,6 @@
 import Foundation
 public import NotesModel
+import NotesSearch
 import NotesStoreRules
 import NotesText
 import PostgresNIO

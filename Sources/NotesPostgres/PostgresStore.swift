@@ -2,6 +2,7 @@ public import Foundation
 public import Logging
 public import NotesModel
 package import NotesStoreRules
+import NotesSearch
 import NotesWork
 import PostgresNIO
 import Synchronization

@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import Logging
 import NotesModel
-import NotesStoreRules
+import NotesSearch
+import NotesSearchSQLite
 import NotesText
 import NotesWork
 import Synchronization
@@ -25,8 +26,6 @@ import Synchronization
 /// The index is derived data: it is not backed up, and a file of another schema (or
 /// none) is rebuilt from the store's notes.
 final class SQLiteSearchIndex: SearchIndexStorage {
-    /// The schema of the index file; another number means rebuild.
-    static let schemaVersion: Int32 = 2
     /// Rows of `search_pending` already taken in, past which they are deleted.
     static let cleanupRows: Int64 = 2_000
 
@@ -55,30 +54,11 @@ final class SQLiteSearchIndex: SearchIndexStorage {
         SELECT owner, (SELECT MAX(id) FROM search_pending WHERE owner = owners.owner) FROM owners WHERE owner IS NOT NULL
         """
 
-    /// Keeps the index in step with a row of `docs` deleted.
-    static let deleteTrigger = """
-        CREATE TRIGGER docs_delete AFTER DELETE ON docs BEGIN
-            INSERT INTO docs_index (docs_index, rowid, title_words, words) VALUES ('delete', OLD.id, OLD.title_words, OLD.words);
-        END;
-        """
-
     /// Empties the index and asks the store for every note again.
     func reset() async throws(NotesError) {
         do {
             try await Blocking.background {
-                try self.pool.write { db in
-                    // The whole index at once ('delete-all'), not a note at a time.
-                    try db.execute(
-                        sql: """
-                            DROP TRIGGER docs_delete;
-                            DELETE FROM docs;
-                            INSERT INTO docs_index (docs_index) VALUES ('delete-all');
-                            DELETE FROM vocabulary;
-                            INSERT INTO vocabulary_index (vocabulary_index) VALUES ('delete-all');
-                            \(Self.deleteTrigger)
-                            DELETE FROM progress;
-                            """)
-                }
+                try self.pool.write { db in try SearchIndexFile.empty(db) }
             }
             try await writer.runBlocking(for: WorkCaller.notesd) {
                 try self.storePool.write { db in
@@ -118,49 +98,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
             try db.execute(sql: "ATTACH DATABASE ? AS store", arguments: [storePath])
         }
         pool = try DatabasePool(path: path, configuration: configuration)
-        let rebuilt = try pool.write { db in
-            let version = try Int32.fetchOne(db, sql: "PRAGMA user_version") ?? 0
-            guard version != Self.schemaVersion else { return false }
-            try db.execute(
-                sql: """
-                    DROP TABLE IF EXISTS docs_index;
-                    DROP TABLE IF EXISTS docs;
-                    DROP TABLE IF EXISTS vocabulary_index;
-                    DROP TABLE IF EXISTS vocabulary;
-                    DROP TABLE IF EXISTS progress;
-                    -- One row per note: the words of its title and text (SearchWords,
-                    -- space-separated) that the index is built over. Results show titles and
-                    -- snippets from the notes themselves.
-                    CREATE TABLE docs (
-                        id INTEGER PRIMARY KEY,
-                        owner TEXT NOT NULL,
-                        zone TEXT NOT NULL,
-                        record_name TEXT NOT NULL,
-                        title_words TEXT NOT NULL,
-                        words TEXT NOT NULL,
-                        UNIQUE (owner, zone, record_name)
-                    );
-                    -- Words, with their positions (phrases), accents kept.
-                    CREATE VIRTUAL TABLE docs_index USING fts5(
-                        title_words, words, tokenize = 'unicode61 remove_diacritics 0', content = 'docs', content_rowid = 'id');
-                    CREATE TRIGGER docs_insert AFTER INSERT ON docs BEGIN
-                        INSERT INTO docs_index (rowid, title_words, words) VALUES (NEW.id, NEW.title_words, NEW.words);
-                    END;
-                    \(Self.deleteTrigger)
-                    -- Every word of three letters or more any note held, with the trigrams
-                    -- that find the words holding a string (a search inside words).
-                    CREATE TABLE vocabulary (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE);
-                    CREATE VIRTUAL TABLE vocabulary_index USING fts5(word, tokenize = 'trigram', content = 'vocabulary', content_rowid = 'id');
-                    CREATE TRIGGER vocabulary_insert AFTER INSERT ON vocabulary BEGIN
-                        INSERT INTO vocabulary_index (rowid, word) VALUES (NEW.id, NEW.word);
-                    END;
-                    -- Per account, the last search_pending id taken in: every note of its
-                    -- zones written up to it is here.
-                    CREATE TABLE progress (owner TEXT PRIMARY KEY, indexed_through INTEGER NOT NULL);
-                    PRAGMA user_version = \(Self.schemaVersion);
-                    """)
-            return true
-        }
+        let rebuilt = try pool.write { db in try SearchIndexFile.prepare(db) }
         if rebuilt {
             try storePool.write { db in
                 try db.execute(
@@ -170,10 +108,8 @@ final class SQLiteSearchIndex: SearchIndexStorage {
                         """)
             }
         }
-        let stored = try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT owner, indexed_through FROM progress").map { ($0[0] as String, $0[1] as Int64) }
-        }
-        progress.withLock { $0.indexedThrough = Dictionary(stored, uniquingKeysWith: max) }
+        let stored = try pool.read { db in try SearchIndexFile.progress(db) }
+        progress.withLock { $0.indexedThrough = stored }
     }
 
     private func readStore<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(NotesError) -> T {
@@ -219,28 +155,10 @@ final class SQLiteSearchIndex: SearchIndexStorage {
     }
 
     func takeIn(_ notes: [PendingNote], _ documents: [SearchDocument?], urgent: Bool) async throws(NotesError) {
-        let reached = notes.reduce(into: [String: Int64]()) { reached, note in reached[note.owner] = max(reached[note.owner] ?? 0, note.id) }
+        let reached: [String: Int64]
         do {
-            try await (urgent ? Blocking.run : Blocking.idle) {
-                try self.pool.write { db in
-                    for (note, document) in zip(notes, documents) {
-                        try db.cachedStatement(sql: "DELETE FROM docs WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [
-                            note.owner, note.zone, note.recordName,
-                        ])
-                        if let document {
-                            try db.cachedStatement(
-                                sql: "INSERT INTO docs (owner, zone, record_name, title_words, words) VALUES (?, ?, ?, ?, ?)"
-                            ).execute(arguments: [note.owner, note.zone, note.recordName, document.titleWords, document.words])
-                        }
-                    }
-                    let vocabulary = Set(documents.flatMap { $0?.vocabulary ?? [] })
-                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO vocabulary (word) SELECT value FROM json_each(?)").execute(arguments: [
-                        String(decoding: try JSONEncoder().encode(Array(vocabulary)), as: UTF8.self)
-                    ])
-                    for (owner, id) in reached {
-                        try db.cachedStatement(sql: "INSERT OR REPLACE INTO progress (owner, indexed_through) VALUES (?, ?)").execute(arguments: [owner, id])
-                    }
-                }
+            reached = try await (urgent ? Blocking.run : Blocking.idle) {
+                try self.pool.write { db in try SearchIndexFile.write(db, notes, documents) }
             }
         } catch {
             throw Self.failure(error)

@@ -1,6 +1,8 @@
 import Foundation
 import GRDB
 public import NotesModel
+import NotesSearch
+import NotesSearchSQLite
 import NotesStoreRules
 import NotesText
 
@@ -70,8 +72,8 @@ private struct SearchPage {
         var conditions = ["r.record_type = 'note'", "(r.owner = ? OR r.share_id IN (SELECT value FROM json_each(?)))", SQLiteStore.shownRecord]
         var arguments: [any DatabaseValueConvertible] = [actor, String(decoding: try JSONEncoder().encode(Array(readable.keys)), as: UTF8.self)]
         let query = request.query
-        let wanted = try Self.match(db, query.clauses.filter { !$0.excluded }, joinedBy: " AND ")
-        let unwanted = try Self.match(db, query.clauses.filter(\.excluded), joinedBy: " OR ")
+        let wanted = try SearchIndexFile.match(db, query.clauses.filter { !$0.excluded }, joinedBy: " AND ")
+        let unwanted = try SearchIndexFile.match(db, query.clauses.filter(\.excluded), joinedBy: " OR ")
         if let unwanted {
             conditions.append("d.id NOT IN (SELECT rowid FROM docs_index WHERE docs_index MATCH ?)")
             arguments.append(unwanted)
@@ -110,7 +112,7 @@ private struct SearchPage {
         let rows: [Row]
         // Ranking reads every match: past `mostRanked`, the most recently indexed first,
         // which the index gives without reading the rest.
-        if let wanted, try Int.fetchOne(db, sql: Self.countingMatches, arguments: [wanted, SearchRules.mostRanked + 1]) ?? 0 <= SearchRules.mostRanked {
+        if let wanted, try SearchIndexFile.isRankable(db, wanted) {
             rows = try ranked(wanted, conditions: conditions, arguments: arguments)
         } else {
             let source = wanted == nil ? "(SELECT id FROM docs)" : "(SELECT rowid AS id FROM docs_index WHERE docs_index MATCH ?)"
@@ -143,8 +145,6 @@ private struct SearchPage {
         }
     }
 
-    static let countingMatches = "SELECT COUNT(*) FROM (SELECT 1 FROM docs_index WHERE docs_index MATCH ? LIMIT ?)"
-
     /// The page of the best-ranked matches that pass `conditions`: the index ranks its
     /// matches alone (BM25 in C, cheap), and only the best few are looked up in the
     /// store, more only when too few of them pass (another account's notes, say).
@@ -152,11 +152,9 @@ private struct SearchPage {
         let wanted = request.offset + request.fetched
         var limit = max(64, wanted * 4)
         while true {
-            let candidates = try Row.fetchAll(
-                db, sql: "SELECT rowid, bm25(docs_index, 4.0, 1.0) AS score FROM docs_index WHERE docs_index MATCH ? ORDER BY score LIMIT ?",
-                arguments: [match, limit])
+            let candidates = try SearchIndexFile.bestRanked(db, match, limit: limit)
             var scores: [Int64: Double] = [:]
-            for row in candidates { scores[row[0]] = row[1] }
+            for candidate in candidates { scores[candidate.id] = candidate.score }
             let passing = try Row.fetchAll(
                 db,
                 sql: """
@@ -177,35 +175,6 @@ private struct SearchPage {
             }
             limit *= 8
         }
-    }
-
-    /// An FTS5 expression: each clause's terms joined by OR, the clauses by `joinedBy`;
-    /// nil for no clauses. A search inside words becomes the words that start with the
-    /// letters or hold them (`SearchRules.mostInfixWords` of those, from the vocabulary).
-    static func match(_ db: Database, _ clauses: [SearchQuery.Clause], joinedBy separator: String) throws -> String? {
-        guard !clauses.isEmpty else { return nil }
-        func quoted(_ word: String) -> String { "\"" + word.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
-        return try clauses.map { clause in
-            "("
-                + (try clause.alternatives.map { term in
-                    let expression: String
-                    switch term.match {
-                    case .word(let word):
-                        expression = quoted(word)
-                    case .prefix(let word):
-                        expression = quoted(word) + "*"
-                    case .phrase(let words):
-                        expression = quoted(words.joined(separator: " ")) + "*"
-                    case .infix(let word):
-                        let holding = try String.fetchAll(
-                            db.cachedStatement(
-                                sql: "SELECT word FROM vocabulary WHERE id IN (SELECT rowid FROM vocabulary_index WHERE vocabulary_index MATCH ?) ORDER BY word LIMIT ?"),
-                            arguments: [quoted(word), SearchRules.mostInfixWords])
-                        expression = "(" + ([quoted(word) + "*"] + holding.map(quoted)).joined(separator: " OR ") + ")"
-                    }
-                    return term.field == .title ? "title_words : " + expression : expression
-                }).joined(separator: " OR ") + ")"
-        }.joined(separator: separator)
     }
 
     /// The names from the zone's root (or the share's root record `root`) down to the

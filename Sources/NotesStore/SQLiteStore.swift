@@ -6,6 +6,7 @@ public import Foundation
 import GRDB
 public import Logging
 package import NotesStoreRules
+import NotesSearch
 import NotesWork
 
 /// The embedded store: one SQLite file in WAL mode, one `DatabasePool` per process.

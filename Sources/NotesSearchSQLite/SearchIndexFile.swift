@@ -1,0 +1,158 @@
+import Foundation
+public import GRDB
+public import NotesSearch
+public import NotesText
+
+/// The SQLite full-text index of notes, in a file of its own beside the file whose
+/// notes it covers (notesd's store, a mount's replica), which is attached to it as the
+/// source: what a hit shows (its title, who changed it, its place) is read from the
+/// notes themselves, the index keeps only words.
+///
+/// - `docs`: one row per note, the words of its title and text (`SearchDocument`,
+///   space-separated), and `docs_index`, an FTS5 index over them with positions
+///   (phrases) and accents kept (`unicode61 remove_diacritics 0`); the default detail
+///   level, since phrases need positions and a ranking by BM25 reads the columns.
+/// - `vocabulary`: every word of three letters or more any note held, and
+///   `vocabulary_index`, its FTS5 trigram index: a search inside words asks it for the
+///   words holding the letters, then the main index for those words. Trigrams of the
+///   distinct words, not of every note's text, keep the index near the text's size.
+/// - `progress`: per key (an account), the last pending change taken in.
+public enum SearchIndexFile {
+    /// The schema of the index file; another number means rebuild.
+    public static let schemaVersion: Int32 = 2
+
+    /// Makes the schema unless the file has this one; returns whether it did (and the
+    /// index is empty: every note must be taken in again).
+    public static func prepare(_ db: Database) throws -> Bool {
+        let version = try Int32.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        guard version != schemaVersion else { return false }
+        try db.execute(
+            sql: """
+                DROP TABLE IF EXISTS docs_index;
+                DROP TABLE IF EXISTS docs;
+                DROP TABLE IF EXISTS vocabulary_index;
+                DROP TABLE IF EXISTS vocabulary;
+                DROP TABLE IF EXISTS progress;
+                CREATE TABLE docs (
+                    id INTEGER PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    zone TEXT NOT NULL,
+                    record_name TEXT NOT NULL,
+                    title_words TEXT NOT NULL,
+                    words TEXT NOT NULL,
+                    UNIQUE (owner, zone, record_name)
+                );
+                CREATE VIRTUAL TABLE docs_index USING fts5(
+                    title_words, words, tokenize = 'unicode61 remove_diacritics 0', content = 'docs', content_rowid = 'id');
+                CREATE TRIGGER docs_insert AFTER INSERT ON docs BEGIN
+                    INSERT INTO docs_index (rowid, title_words, words) VALUES (NEW.id, NEW.title_words, NEW.words);
+                END;
+                \(deleteTrigger)
+                CREATE TABLE vocabulary (id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE);
+                CREATE VIRTUAL TABLE vocabulary_index USING fts5(word, tokenize = 'trigram', content = 'vocabulary', content_rowid = 'id');
+                CREATE TRIGGER vocabulary_insert AFTER INSERT ON vocabulary BEGIN
+                    INSERT INTO vocabulary_index (rowid, word) VALUES (NEW.id, NEW.word);
+                END;
+                CREATE TABLE progress (owner TEXT PRIMARY KEY, indexed_through INTEGER NOT NULL);
+                PRAGMA user_version = \(schemaVersion);
+                """)
+        return true
+    }
+
+    /// Keeps the index in step with a row of `docs` deleted.
+    static let deleteTrigger = """
+        CREATE TRIGGER docs_delete AFTER DELETE ON docs BEGIN
+            INSERT INTO docs_index (docs_index, rowid, title_words, words) VALUES ('delete', OLD.id, OLD.title_words, OLD.words);
+        END;
+        """
+
+    /// Empties the index, the whole of it at once ('delete-all'), not a note at a time.
+    public static func empty(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                DROP TRIGGER docs_delete;
+                DELETE FROM docs;
+                INSERT INTO docs_index (docs_index) VALUES ('delete-all');
+                DELETE FROM vocabulary;
+                INSERT INTO vocabulary_index (vocabulary_index) VALUES ('delete-all');
+                \(deleteTrigger)
+                DELETE FROM progress;
+                """)
+    }
+
+    /// Per key, the last pending change taken in.
+    public static func progress(_ db: Database) throws -> [String: Int64] {
+        let stored = try Row.fetchAll(db, sql: "SELECT owner, indexed_through FROM progress").map { ($0[0] as String, $0[1] as Int64) }
+        return Dictionary(stored, uniquingKeysWith: max)
+    }
+
+    /// Keeps `documents` (nil: the note is gone) and the progress each key reached;
+    /// returns that progress.
+    @discardableResult
+    public static func write(_ db: Database, _ notes: [PendingNote], _ documents: [SearchDocument?]) throws -> [String: Int64] {
+        for (note, document) in zip(notes, documents) {
+            try db.cachedStatement(sql: "DELETE FROM docs WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [
+                note.owner, note.zone, note.recordName,
+            ])
+            if let document {
+                try db.cachedStatement(sql: "INSERT INTO docs (owner, zone, record_name, title_words, words) VALUES (?, ?, ?, ?, ?)").execute(
+                    arguments: [note.owner, note.zone, note.recordName, document.titleWords, document.words])
+            }
+        }
+        let vocabulary = Set(documents.flatMap { $0?.vocabulary ?? [] })
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO vocabulary (word) SELECT value FROM json_each(?)").execute(arguments: [
+            String(decoding: try JSONEncoder().encode(Array(vocabulary)), as: UTF8.self)
+        ])
+        let reached = notes.reduce(into: [String: Int64]()) { reached, note in reached[note.owner] = max(reached[note.owner] ?? 0, note.id) }
+        for (owner, id) in reached {
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO progress (owner, indexed_through) VALUES (?, ?)").execute(arguments: [owner, id])
+        }
+        return reached
+    }
+
+    /// An FTS5 expression: each clause's terms joined by OR, the clauses by `joinedBy`;
+    /// nil for no clauses. A search inside words becomes the words that start with the
+    /// letters or hold them (`SearchRules.mostInfixWords` of those, from the vocabulary).
+    public static func match(_ db: Database, _ clauses: [SearchQuery.Clause], joinedBy separator: String) throws -> String? {
+        guard !clauses.isEmpty else { return nil }
+        func quoted(_ word: String) -> String { "\"" + word.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+        return try clauses.map { clause in
+            "("
+                + (try clause.alternatives.map { term in
+                    let expression: String
+                    switch term.match {
+                    case .word(let word):
+                        expression = quoted(word)
+                    case .prefix(let word):
+                        expression = quoted(word) + "*"
+                    case .phrase(let words):
+                        expression = quoted(words.joined(separator: " ")) + "*"
+                    case .infix(let word):
+                        let holding = try String.fetchAll(
+                            db.cachedStatement(
+                                sql: "SELECT word FROM vocabulary WHERE id IN (SELECT rowid FROM vocabulary_index WHERE vocabulary_index MATCH ?) ORDER BY word LIMIT ?"),
+                            arguments: [quoted(word), SearchRules.mostInfixWords])
+                        expression = "(" + ([quoted(word) + "*"] + holding.map(quoted)).joined(separator: " OR ") + ")"
+                    }
+                    return term.field == .title ? "title_words : " + expression : expression
+                }).joined(separator: " OR ") + ")"
+        }.joined(separator: separator)
+    }
+
+    /// Whether `match` has at most `SearchRules.mostRanked` matches (ranking reads
+    /// every match: past that, the most recently indexed come first).
+    public static func isRankable(_ db: Database, _ match: String) throws -> Bool {
+        try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT COUNT(*) FROM (SELECT 1 FROM docs_index WHERE docs_index MATCH ? LIMIT ?)"),
+            arguments: [match, SearchRules.mostRanked + 1]) ?? 0 <= SearchRules.mostRanked
+    }
+
+    /// The `limit` best-ranked matches, best first, with their BM25 scores (lower is
+    /// better; a title's words count four times).
+    public static func bestRanked(_ db: Database, _ match: String, limit: Int) throws -> [(id: Int64, score: Double)] {
+        try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT rowid, bm25(docs_index, 4.0, 1.0) AS score FROM docs_index WHERE docs_index MATCH ? ORDER BY score LIMIT ?"),
+            arguments: [match, limit]
+        ).map { (id: $0[0], score: $0[1]) }
+    }
+}

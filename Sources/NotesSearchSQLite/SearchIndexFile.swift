@@ -1,5 +1,6 @@
 import Foundation
 public import GRDB
+public import NotesModel
 public import NotesSearch
 public import NotesText
 
@@ -86,10 +87,8 @@ public enum SearchIndexFile {
         return Dictionary(stored, uniquingKeysWith: max)
     }
 
-    /// Keeps `documents` (nil: the note is gone) and the progress each key reached;
-    /// returns that progress.
-    @discardableResult
-    public static func write(_ db: Database, _ notes: [PendingNote], _ documents: [SearchDocument?]) throws -> [String: Int64] {
+    /// Keeps `documents` (nil: the note is gone) and the progress each key reached.
+    public static func write(_ db: Database, _ notes: [PendingNote], _ documents: [SearchDocument?], reached: [String: Int64]) throws {
         for (note, document) in zip(notes, documents) {
             try db.cachedStatement(sql: "DELETE FROM docs WHERE owner = ? AND zone = ? AND record_name = ?").execute(arguments: [
                 note.owner, note.zone, note.recordName,
@@ -103,11 +102,9 @@ public enum SearchIndexFile {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO vocabulary (word) SELECT value FROM json_each(?)").execute(arguments: [
             String(decoding: try JSONEncoder().encode(Array(vocabulary)), as: UTF8.self)
         ])
-        let reached = notes.reduce(into: [String: Int64]()) { reached, note in reached[note.owner] = max(reached[note.owner] ?? 0, note.id) }
         for (owner, id) in reached {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO progress (owner, indexed_through) VALUES (?, ?)").execute(arguments: [owner, id])
         }
-        return reached
     }
 
     /// An FTS5 expression: each clause's terms joined by OR, the clauses by `joinedBy`;
@@ -154,5 +151,120 @@ public enum SearchIndexFile {
             db.cachedStatement(sql: "SELECT rowid, bm25(docs_index, 4.0, 1.0) AS score FROM docs_index WHERE docs_index MATCH ? ORDER BY score LIMIT ?"),
             arguments: [match, limit]
         ).map { (id: $0[0], score: $0[1]) }
+    }
+
+    /// A note that matched, with what the source file says of it.
+    public struct Match: Sendable {
+        public var zone: ZoneID
+        public var recordName: String
+        public var shareID: String?
+        public var modifiedAt: Double
+        public var modifiedBy: String
+    }
+
+    /// The file whose notes the index covers, as the search reads it: the table of its
+    /// records (`owner`, `zone`, `record_name`, `record_type`, `share_id`, `modified_at`,
+    /// `modified_by`, `name`, `parent`, aliased `r`), and the condition that keeps what
+    /// the caller may see.
+    public struct Source: Sendable {
+        public var records: String
+        public var visible: String
+        public var arguments: [String]
+
+        public init(records: String, visible: String, arguments: [String]) {
+            self.records = records
+            self.visible = visible
+            self.arguments = arguments
+        }
+    }
+
+    /// The page of `request`'s matches in `folder` that `source` shows the caller,
+    /// best first (one more than the page when another page follows): ranked by BM25
+    /// up to `SearchRules.mostRanked` matches (newest first on ties), past that the most
+    /// recently indexed first, which the index gives without reading the rest.
+    public static func matches(_ db: Database, _ request: SearchRules.Request, in folder: SearchFolder?, from source: Source, actor: String) throws -> [Match] {
+        var conditions = ["r.record_type = 'note'", source.visible]
+        var arguments: [any DatabaseValueConvertible] = source.arguments
+        let query = request.query
+        let wanted = try match(db, query.clauses.filter { !$0.excluded }, joinedBy: " AND ")
+        let unwanted = try match(db, query.clauses.filter(\.excluded), joinedBy: " OR ")
+        if let unwanted {
+            conditions.append("d.id NOT IN (SELECT rowid FROM docs_index WHERE docs_index MATCH ?)")
+            arguments.append(unwanted)
+        }
+        if let author = query.author {
+            conditions.append("r.modified_by = ?")
+            arguments.append(author)
+        }
+        if let since = query.modifiedSince {
+            conditions.append("r.modified_at >= ?")
+            arguments.append(since.timeIntervalSince1970)
+        }
+        if let before = query.modifiedBefore {
+            conditions.append("r.modified_at < ?")
+            arguments.append(before.timeIntervalSince1970)
+        }
+        switch folder {
+        case nil:
+            break
+        case .owned:
+            conditions.append("r.owner = ?")
+            arguments.append(actor)
+        case .shared:
+            conditions.append("r.owner != ?")
+            arguments.append(actor)
+        case .owner(let owner):
+            conditions.append("r.owner = ?")
+            arguments.append(owner)
+        case .zone(let zone):
+            conditions.append("r.owner = ? AND r.zone = ?")
+            arguments.append(contentsOf: [zone.owner, zone.name])
+        case .records(let zone, let names):
+            conditions.append("r.owner = ? AND r.zone = ? AND r.record_name IN (SELECT value FROM json_each(?))")
+            arguments.append(contentsOf: [zone.owner, zone.name, String(decoding: try JSONEncoder().encode(names), as: UTF8.self)])
+        }
+        let columns = "d.id, d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by"
+        let joined = "JOIN \(source.records) r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name"
+        let rows: [Row]
+        if let wanted, try isRankable(db, wanted) {
+            // The index ranks its matches alone (BM25 in C, cheap), and only the best few
+            // are looked up in the source, more only when too few of them pass.
+            let enough = request.offset + request.fetched
+            var limit = max(64, enough * 4)
+            while true {
+                let candidates = try bestRanked(db, wanted, limit: limit)
+                var scores: [Int64: Double] = [:]
+                for candidate in candidates { scores[candidate.id] = candidate.score }
+                let passing = try Row.fetchAll(
+                    db,
+                    sql: "SELECT \(columns) FROM docs d \(joined) WHERE d.id IN (SELECT value FROM json_each(?)) AND \(conditions.joined(separator: " AND "))",
+                    arguments: StatementArguments([String(decoding: try JSONEncoder().encode(Array(scores.keys)), as: UTF8.self)] + arguments))
+                if passing.count >= enough || candidates.count < limit {
+                    let sorted = passing.sorted { left, right in
+                        let (a, b) = (scores[left[0]] ?? 0, scores[right[0]] ?? 0)
+                        if a != b { return a < b }
+                        let (x, y): (Double, Double) = (left[5], right[5])
+                        if x != y { return x > y }
+                        return (left[0] as Int64) < (right[0] as Int64)
+                    }
+                    rows = Array(sorted.dropFirst(request.offset).prefix(request.fetched))
+                    break
+                }
+                limit *= 8
+            }
+        } else {
+            let hits = wanted == nil ? "(SELECT id FROM docs)" : "(SELECT rowid AS id FROM docs_index WHERE docs_index MATCH ?)"
+            rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(columns) FROM \(hits) h JOIN docs d ON d.id = h.id \(joined)
+                    WHERE \(conditions.joined(separator: " AND "))
+                    ORDER BY \(wanted == nil ? "r.modified_at DESC, d.id" : "h.id DESC")
+                    LIMIT ? OFFSET ?
+                    """, arguments: StatementArguments((wanted.map { [$0] } ?? []) + arguments + [request.fetched, request.offset]))
+        }
+        return rows.map { row in
+            Match(zone: ZoneID(owner: row[1], name: row[2]), recordName: row[3], shareID: row[4], modifiedAt: row[5], modifiedBy: row[6])
+        }
     }
 }

@@ -158,7 +158,11 @@ final class SQLiteSearchIndex: SearchIndexStorage {
         let reached: [String: Int64]
         do {
             reached = try await (urgent ? Blocking.run : Blocking.idle) {
-                try self.pool.write { db in try SearchIndexFile.write(db, notes, documents) }
+                try self.pool.write { db in
+                    let reached = notes.reduce(into: [String: Int64]()) { reached, note in reached[note.owner] = max(reached[note.owner] ?? 0, note.id) }
+                    try SearchIndexFile.write(db, notes, documents, reached: reached)
+                    return reached
+                }
             }
         } catch {
             throw Self.failure(error)

@@ -69,68 +69,13 @@ private struct SearchPage {
 
     /// The page's hits (one more than the page when another page follows).
     func hits(in folder: SearchFolder?) throws -> [API.SearchHit] {
-        var conditions = ["r.record_type = 'note'", "(r.owner = ? OR r.share_id IN (SELECT value FROM json_each(?)))", SQLiteStore.shownRecord]
-        var arguments: [any DatabaseValueConvertible] = [actor, String(decoding: try JSONEncoder().encode(Array(readable.keys)), as: UTF8.self)]
+        let source = SearchIndexFile.Source(
+            records: "store.records",
+            visible: "(r.owner = ? OR r.share_id IN (SELECT value FROM json_each(?))) AND \(SQLiteStore.shownRecord)",
+            arguments: [actor, String(decoding: try JSONEncoder().encode(Array(readable.keys)), as: UTF8.self)])
         let query = request.query
-        let wanted = try SearchIndexFile.match(db, query.clauses.filter { !$0.excluded }, joinedBy: " AND ")
-        let unwanted = try SearchIndexFile.match(db, query.clauses.filter(\.excluded), joinedBy: " OR ")
-        if let unwanted {
-            conditions.append("d.id NOT IN (SELECT rowid FROM docs_index WHERE docs_index MATCH ?)")
-            arguments.append(unwanted)
-        }
-        if let author = query.author {
-            conditions.append("r.modified_by = ?")
-            arguments.append(author)
-        }
-        if let since = query.modifiedSince {
-            conditions.append("r.modified_at >= ?")
-            arguments.append(since.timeIntervalSince1970)
-        }
-        if let before = query.modifiedBefore {
-            conditions.append("r.modified_at < ?")
-            arguments.append(before.timeIntervalSince1970)
-        }
-        switch folder {
-        case nil:
-            break
-        case .owned:
-            conditions.append("r.owner = ?")
-            arguments.append(actor)
-        case .shared:
-            conditions.append("r.owner != ?")
-            arguments.append(actor)
-        case .owner(let owner):
-            conditions.append("r.owner = ?")
-            arguments.append(owner)
-        case .zone(let zone):
-            conditions.append("r.owner = ? AND r.zone = ?")
-            arguments.append(contentsOf: [zone.owner, zone.name])
-        case .records(let zone, let names):
-            conditions.append("r.owner = ? AND r.zone = ? AND r.record_name IN (SELECT value FROM json_each(?))")
-            arguments.append(contentsOf: [zone.owner, zone.name, String(decoding: try JSONEncoder().encode(names), as: UTF8.self)])
-        }
-        let rows: [Row]
-        // Ranking reads every match: past `mostRanked`, the most recently indexed first,
-        // which the index gives without reading the rest.
-        if let wanted, try SearchIndexFile.isRankable(db, wanted) {
-            rows = try ranked(wanted, conditions: conditions, arguments: arguments)
-        } else {
-            let source = wanted == nil ? "(SELECT id FROM docs)" : "(SELECT rowid AS id FROM docs_index WHERE docs_index MATCH ?)"
-            rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT d.id, d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by
-                    FROM \(source) h JOIN docs d ON d.id = h.id
-                    JOIN store.records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
-                    WHERE \(conditions.joined(separator: " AND "))
-                    ORDER BY \(wanted == nil ? "r.modified_at DESC, d.id" : "h.id DESC")
-                    LIMIT ? OFFSET ?
-                    """, arguments: StatementArguments((wanted.map { [$0] } ?? []) + arguments + [request.fetched, request.offset]))
-        }
-        return try rows.map { row in
-            let zone = ZoneID(owner: row[1], name: row[2])
-            let recordName: String = row[3]
-            let shareID: String? = row[4]
+        return try SearchIndexFile.matches(db, request, in: folder, from: source, actor: actor).map { match in
+            let (zone, recordName, shareID) = (match.zone, match.recordName, match.shareID)
             // Only the start of a note is shown (`SearchSnippet.scannedBytes`).
             let note = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT name, substr(\(StoredRecord.bodyValue("records")), 1, ?) FROM store.records WHERE owner = ? AND zone = ? AND record_name = ?"),
@@ -141,39 +86,7 @@ private struct SearchPage {
             return API.SearchHit(
                 zone: zone, recordName: recordName, shareID: zone.owner == actor ? nil : shareID,
                 path: SearchRules.mountPath(zone: zone, actor: actor, zoneWide: zoneWide, names: try names(of: recordName, in: zone, upTo: root)),
-                title: shown.title, modifiedBy: row[6], modifiedAt: Date(stored: row[5]), snippet: shown.snippet)
-        }
-    }
-
-    /// The page of the best-ranked matches that pass `conditions`: the index ranks its
-    /// matches alone (BM25 in C, cheap), and only the best few are looked up in the
-    /// store, more only when too few of them pass (another account's notes, say).
-    func ranked(_ match: String, conditions: [String], arguments: [any DatabaseValueConvertible]) throws -> [Row] {
-        let wanted = request.offset + request.fetched
-        var limit = max(64, wanted * 4)
-        while true {
-            let candidates = try SearchIndexFile.bestRanked(db, match, limit: limit)
-            var scores: [Int64: Double] = [:]
-            for candidate in candidates { scores[candidate.id] = candidate.score }
-            let passing = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT d.id, d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by
-                    FROM docs d JOIN store.records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
-                    WHERE d.id IN (SELECT value FROM json_each(?)) AND \(conditions.joined(separator: " AND "))
-                    """,
-                arguments: StatementArguments([String(decoding: try JSONEncoder().encode(Array(scores.keys)), as: UTF8.self)] + arguments))
-            if passing.count >= wanted || candidates.count < limit {
-                let sorted = passing.sorted { left, right in
-                    let (a, b) = (scores[left[0]] ?? 0, scores[right[0]] ?? 0)
-                    if a != b { return a < b }
-                    let (x, y): (Double, Double) = (left[5], right[5])
-                    if x != y { return x > y }
-                    return (left[0] as Int64) < (right[0] as Int64)
-                }
-                return Array(sorted.dropFirst(request.offset).prefix(request.fetched))
-            }
-            limit *= 8
+                title: shown.title, modifiedBy: match.modifiedBy, modifiedAt: Date(stored: match.modifiedAt), snippet: shown.snippet)
         }
     }
 

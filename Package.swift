@@ -196,7 +196,7 @@ let package = Package(
         .target(
             name: "NotesMount",
             dependencies: [
-                "NotesModel", "NotesFS", "NotesReplica", "NotesClient", "NotesMerge",
+                "NotesModel", "NotesFS", "NotesReplica", "NotesClient", "NotesMerge", "NotesSearch",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -222,7 +222,7 @@ let package = Package(
         .executableTarget(
             name: "notes",
             dependencies: [
-                "NotesModel", "NotesClient", "NotesMount", "NotesReplica", "NotesExport", "NotesMerge", "CXattr",
+                "NotesModel", "NotesClient", "NotesMount", "NotesReplica", "NotesExport", "NotesMerge", "NotesSearch", "CXattr",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -31,6 +31,8 @@ public struct FileAttributes: Sendable, Equatable {
     /// mount's `.history/`, `.trash/`, `.notes/events`): the kernel keeps none of it,
     /// neither names, attributes, listings nor pages.
     public var volatile = false
+    /// A symbolic link: the path it points to (`readlink`), and no file or folder.
+    public var linkTarget: String?
 
     public init(
         inode: Inode, isDirectory: Bool, permissions: UInt32, size: UInt64, linkCount: UInt32,
@@ -147,6 +149,8 @@ public protocol FileSystem: AnyObject, Sendable {
     func removeExtendedAttribute(of inode: Inode, name: String) throws(FileSystemError)
     /// `access(2)` with R_OK/W_OK/X_OK bits.
     func checkAccess(_ inode: Inode, mask: Int32) throws(FileSystemError)
+    /// Where a symbolic link points (`readlink(2)`).
+    func readLink(_ inode: Inode) throws(FileSystemError) -> String
 }
 
 /// Lets the file model tell the kernel that cached names, attributes or pages are stale

@@ -43,7 +43,7 @@ private func seconds(_ time: timespec) -> Double {
 func makeStat(_ attributes: FileAttributes) -> stat {
     var result = stat()
     result.st_ino = UInt(attributes.inode)
-    result.st_mode = (attributes.isDirectory ? S_IFDIR : S_IFREG) | attributes.permissions
+    result.st_mode = (attributes.linkTarget != nil ? S_IFLNK : attributes.isDirectory ? S_IFDIR : S_IFREG) | attributes.permissions
     result.st_nlink = UInt(attributes.linkCount)
     result.st_uid = attributes.uid
     result.st_gid = attributes.gid
@@ -230,7 +230,14 @@ extension FuseMount {
             if toSet & NOTES_SET_ATTR_ATIME_NOW != 0 { changes.accessed = now } else if toSet & NOTES_SET_ATTR_ATIME != 0 { changes.accessed = seconds(new.st_atim) }
             mount.replyAttributes(request) { () throws(FileSystemError) in try mount.fileSystem.setAttributes(of: inode, changes) }
         }
-        operations.readlink = { request, _ in fuse_reply_err(request, EINVAL) }
+        operations.readlink = { request, inode in
+            do throws(FileSystemError) {
+                let target = try mountOf(request).fileSystem.readLink(inode)
+                fuse_reply_readlink(request, target)
+            } catch {
+                fuse_reply_err(request, error.errno)
+            }
+        }
         operations.symlink = { request, _, _, _ in fuse_reply_err(request, EPERM) }
         operations.link = { request, _, _, _ in fuse_reply_err(request, EPERM) }
         operations.mknod = { request, parent, name, mode, _ in

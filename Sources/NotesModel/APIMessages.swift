@@ -317,10 +317,14 @@ extension API {
         /// False while the index has not yet taken in some of the caller's own latest
         /// saves (they are found once it has, usually within a second).
         public var complete: Bool
-        public init(results: [SearchHit], next: String?, complete: Bool) {
+        /// Set by `notes search` when it answered from this machine's copy of the notes
+        /// (a mount's replica) because notesd could not; notesd never sends it.
+        public var offline: Bool?
+        public init(results: [SearchHit], next: String?, complete: Bool, offline: Bool? = nil) {
             self.results = results
             self.next = next
             self.complete = complete
+            self.offline = offline
         }
     }
 }

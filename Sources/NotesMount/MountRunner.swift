@@ -45,6 +45,19 @@ public enum MountRunner {
             throw NotesError(.invalidArguments, "Cannot mount at \(mountpoint): \(String(cString: strerror(error.errno))). Is /dev/fuse there and the folder empty?")
         }
         tree.attach(mount)
+        // The search index opens (and on a first mount, starts filling) after the
+        // mount is up: a mount never waits for it.
+        let search = Mutex<ReplicaSearch?>(nil)
+        Task.detached(priority: .background) {
+            do {
+                let opened = try ReplicaSearch(replica: replica, logger: logger)
+                search.withLock { $0 = opened }
+                fileSystem.attach(opened)
+            } catch {
+                logger.error("the mount's search index could not be opened; .search/ and notes search offline find nothing", metadata: ["error": "\(error)"])
+            }
+        }
+        defer { search.withLock { $0 }?.close() }
         ReplicaLocation.register(ReplicaLocation.Registration(mountpoint: mountpoint, replica: replicaPath, account: account, pid: getpid()))
         defer { ReplicaLocation.unregister(mountpoint: mountpoint) }
         logger.info("mounted \(account)'s notes at \(mountpoint) (replica in \(cacheDirectory))")

@@ -655,6 +655,11 @@ extension NoteTree: FileSystem {
         }
     }
 
+    /// The tree holds no symbolic links (`.search/` in `VirtualFolders` does).
+    public func readLink(_ inode: Inode) throws(FileSystemError) -> String {
+        throw FileSystemError(EINVAL)
+    }
+
     public func checkAccess(_ inode: Inode, mask: Int32) throws(FileSystemError) {
         try locked { state throws(Failure) in
             guard state.nodes[inode] != nil else { throw Failure(ENOENT) }

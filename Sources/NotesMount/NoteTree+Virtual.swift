@@ -1,6 +1,7 @@
 import NotesFS
 import NotesModel
 import NotesReplica
+import NotesSearch
 
 /// What `VirtualFolders` asks of the tree: where a folder is, which notes it shows.
 extension NoteTree {
@@ -21,6 +22,32 @@ extension NoteTree {
             case .privateRoot: ZoneID(owner: state.account, name: ZoneID.defaultZoneName)
             case .zoneFolder(let zone): zone
             default: nil
+            }
+        }
+    }
+
+    /// The notes a search from a folder's `.search/` looks among: `.some(nil)` at the
+    /// mount's root (all of them); nil for what is no folder.
+    func searchScope(_ inode: Inode) -> SearchFolder?? {
+        state.withLock { state -> SearchFolder?? in
+            guard let node = state.nodes[inode], node.isDirectory, node.attached else { return nil }
+            switch node.kind {
+            case .root: return .some(nil)
+            case .privateRoot: return .owned
+            case .sharedRoot: return .shared
+            case .ownerFolder(let owner): return .owner(owner)
+            case .zoneFolder(let zone): return .zone(zone)
+            case .scratch: return nil
+            case .record(let key):
+                // The folder and everything below it, from the tree (no read of the replica).
+                var names: [String] = []
+                var folders = [inode]
+                while let folder = folders.popLast(), names.count <= 1_000_000 {
+                    guard let current = state.nodes[folder] else { continue }
+                    if let key = current.recordKey { names.append(key.recordName) }
+                    folders.append(contentsOf: current.children.values)
+                }
+                return .records(key.zone, names)
             }
         }
     }

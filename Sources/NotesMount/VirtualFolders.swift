@@ -4,7 +4,8 @@
 import Foundation
 public import NotesFS
 import NotesModel
-import NotesReplica
+public import NotesReplica
+import NotesSearch
 import Synchronization
 
 /// `.history/`, `.trash/` and `.notes/`: read-only folders the mount makes up from
@@ -17,6 +18,11 @@ import Synchronization
 ///   was deleted there and is kept by notesd (`--trash-days`); `mv` an entry out of it
 ///   to bring the same note back (a folder comes back with what was trashed in it).
 ///
+/// - `FOLDER/.search/QUERY/` holds the notes of that folder (at any depth) that match
+///   QUERY (`notes search`'s syntax), as symbolic links to where they are, named
+///   `01 plan.md`, `02 …` so that `ls` shows them best first. It is answered from the
+///   mount's own index of its replica (`ReplicaSearch`), never from notesd: it works
+///   offline and never waits for the network.
 /// - `.notes/events` at the mount's root: one JSON line per change that came from
 ///   notesd (`EventLog`), for `tail -f`.
 ///
@@ -29,6 +35,9 @@ public final class VirtualFolders: FileSystem, Sendable {
     public static let historyName = ".history"
     public static let trashName = ".trash"
     public static let notesName = ".notes"
+    public static let searchName = ".search"
+    /// Matches a `.search/QUERY/` folder shows, best first.
+    static let mostSearchHits = 100
     /// Virtual inodes have this bit; the tree's never do (`InodeNumbers`).
     static let virtualBit: Inode = 1 << 63
 
@@ -38,6 +47,8 @@ public final class VirtualFolders: FileSystem, Sendable {
     let requestFetch: @Sendable () -> Void
     /// What `.notes/events` reads.
     let events: EventLog?
+    /// What `.search/` asks; nil until the mount opened its index (in the background).
+    private let search = Mutex<ReplicaSearch?>(nil)
     private let table = Mutex(Table())
 
     enum Kind: Hashable {
@@ -49,6 +60,10 @@ public final class VirtualFolders: FileSystem, Sendable {
         /// `.notes/` at the mount's root, and its `events`.
         case notesFolder
         case events
+        /// `FOLDER/.search/`, and one query's results in it, and one result.
+        case searchRoot(folder: Inode)
+        case searchResults(folder: Inode, query: String)
+        case searchHit(folder: Inode, query: String, RecordKey)
     }
 
     struct Entry {
@@ -64,6 +79,8 @@ public final class VirtualFolders: FileSystem, Sendable {
         var madeFrom: Double?
         /// The folder's listing as made from that answer (`list`).
         var listing: [DirectoryEntry]?
+        /// A symbolic link's target.
+        var linkTarget: String?
 
         /// Takes what notesd says now.
         mutating func refresh(size: Int, modified: Double) {
@@ -160,7 +177,17 @@ public final class VirtualFolders: FileSystem, Sendable {
             linkCount: entry.isDirectory ? 2 : 1, uid: tree.owner.uid, gid: tree.owner.gid,
             modified: modified, changed: modified, accessed: modified)
         attributes.volatile = true
+        if let target = entry.linkTarget {
+            attributes.linkTarget = target
+            attributes.permissions = 0o777
+            attributes.size = UInt64(target.utf8.count)
+        }
         return attributes
+    }
+
+    /// Lets `.search/` answer from the mount's index of its replica.
+    public func attach(_ search: ReplicaSearch) {
+        self.search.withLock { $0 = search }
     }
 
     /// Reads a folder's entries from notesd again (every look at a virtual folder does).
@@ -194,7 +221,12 @@ public final class VirtualFolders: FileSystem, Sendable {
             madeFrom = answer.at
         case .notesFolder:
             if events != nil { children["events"] = self.inode(.events, isDirectory: false) }
-        case .version, .events:
+        case .searchRoot:
+            // Reachable by name only: the queries asked are no listing.
+            break
+        case .searchResults(let folderInode, let query):
+            children = try searchResults(query, from: folderInode)
+        case .version, .events, .searchHit:
             throw FileSystemError(ENOTDIR)
         }
         table.withLock { table in
@@ -281,6 +313,54 @@ public final class VirtualFolders: FileSystem, Sendable {
         return children
     }
 
+    /// The matches of `query` among the notes of `folder`, by the names they show in
+    /// its `.search/QUERY/`: the rank, padded so that names sort in rank order, then
+    /// the note's own name; each a link relative to where it sits, so that it holds in a
+    /// bind mount or a chroot too.
+    private func searchResults(_ query: String, from folder: Inode) throws(FileSystemError) -> [String: Inode] {
+        guard let scope = tree.searchScope(folder), let folderPath = tree.path(ofInode: folder) else { throw FileSystemError(ENOENT) }
+        guard let search = search.withLock({ $0 }) else { return [:] }
+        let request: SearchRules.Request
+        do {
+            request = try SearchRules.Request(API.Search(query: query, limit: Self.mostSearchHits))
+        } catch {
+            throw FileSystemError(EINVAL)
+        }
+        // The folder scopes the search; a query of its own `in:` would be a second scope.
+        if request.query.folder != nil { throw FileSystemError(EINVAL) }
+        let hits: [API.SearchHit]
+        do {
+            hits = Array(try search.search(request, in: scope, account: tree.account).prefix(Self.mostSearchHits))
+        } catch {
+            throw FileSystemError(EIO)
+        }
+        let up = String(repeating: "../", count: folderPath.split(separator: "/").count + 2)
+        let places = hits.compactMap { hit in tree.path(of: RecordKey(zone: hit.zone, recordName: hit.recordName)).map { (hit, $0) } }
+        let width = String(places.count).count
+        var children: [String: Inode] = [:]
+        for (rank, (hit, path)) in places.enumerated() {
+            let number = String(rank + 1)
+            let name = String(repeating: "0", count: width - number.count) + number + " " + Self.shortened((path as NSString).lastPathComponent, to: 250 - width)
+            let kind = Kind.searchHit(folder: folder, query: query, RecordKey(zone: hit.zone, recordName: hit.recordName))
+            let target = up + path
+            children[name] = table.withLock { table in
+                let inode = table.inode(kind, isDirectory: false, size: target.utf8.count, modified: hit.modifiedAt.timeIntervalSince1970)
+                table.entries[inode]?.linkTarget = target
+                return inode
+            }
+        }
+        return children
+    }
+
+    /// `name` cut to at most `bytes` of UTF-8 at a character's end, its extension kept.
+    static func shortened(_ name: String, to bytes: Int) -> String {
+        guard name.utf8.count > bytes else { return name }
+        let suffix = (name as NSString).pathExtension.isEmpty ? "" : "." + (name as NSString).pathExtension
+        var base = Substring((name as NSString).deletingPathExtension)
+        while !base.isEmpty && base.utf8.count + suffix.utf8.count > bytes { base = base.dropLast() }
+        return base + suffix
+    }
+
     /// `2026-11-24T12-30-05Z`: sorts by time, and no character a shell or a file
     /// manager stumbles on.
     static func stamp(_ date: Date) -> String {
@@ -322,6 +402,11 @@ public final class VirtualFolders: FileSystem, Sendable {
 
     public func lookup(parent: Inode, name: String) throws(FileSystemError) -> FileAttributes {
         if Self.isVirtual(parent) {
+            if case .searchRoot(let folder) = try entry(parent).kind {
+                // Any name is a query; it is run when its folder is read.
+                let inode = inode(.searchResults(folder: folder, query: name), isDirectory: true, modified: Date().timeIntervalSince1970)
+                return attributes(inode, try entry(inode))
+            }
             guard let child = try recent(parent)[name] else { throw FileSystemError(ENOENT) }
             return attributes(child, try entry(child))
         }
@@ -331,6 +416,10 @@ public final class VirtualFolders: FileSystem, Sendable {
         }
         if name == Self.notesName, parent == InodeNumbers.root, events != nil {
             let inode = inode(.notesFolder, isDirectory: true)
+            return attributes(inode, try entry(inode))
+        }
+        if name == Self.searchName, tree.searchScope(parent) != nil {
+            let inode = inode(.searchRoot(folder: parent), isDirectory: true, modified: Date().timeIntervalSince1970)
             return attributes(inode, try entry(inode))
         }
         if name == Self.trashName, let zone = tree.zoneRoot(parent) {
@@ -418,7 +507,7 @@ public final class VirtualFolders: FileSystem, Sendable {
     }
 
     /// Names the mount keeps for its own folders.
-    static func reserved(_ name: String) -> Bool { name == historyName || name == trashName || name == notesName }
+    static func reserved(_ name: String) -> Bool { name == historyName || name == trashName || name == notesName || name == searchName }
 
     public func unlink(parent: Inode, name: String) throws(FileSystemError) {
         if Self.isVirtual(parent) { throw FileSystemError(EACCES) }
@@ -513,6 +602,12 @@ public final class VirtualFolders: FileSystem, Sendable {
     public func removeExtendedAttribute(of inode: Inode, name: String) throws(FileSystemError) {
         if Self.isVirtual(inode) { throw FileSystemError(EACCES) }
         try tree.removeExtendedAttribute(of: inode, name: name)
+    }
+
+    public func readLink(_ inode: Inode) throws(FileSystemError) -> String {
+        guard Self.isVirtual(inode) else { return try tree.readLink(inode) }
+        guard let target = try entry(inode).linkTarget else { throw FileSystemError(EINVAL) }
+        return target
     }
 
     public func checkAccess(_ inode: Inode, mask: Int32) throws(FileSystemError) {

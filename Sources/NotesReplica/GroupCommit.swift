@@ -44,6 +44,9 @@ final class GroupCommit: @unchecked Sendable {
     private let commitsInBackground: Bool
     /// Set by `abandon`: nothing more is committed.
     private var abandoned = false
+    /// Told after each commit (the search index takes the new notes in); it must not
+    /// wait for anything.
+    private var afterCommit: (@Sendable () -> Void)?
 
     init(pool: DatabasePool, commitsInBackground: Bool) {
         self.pool = pool
@@ -58,6 +61,13 @@ final class GroupCommit: @unchecked Sendable {
         queue = []
         finished = issued
         condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Sets what is told after each commit.
+    func onCommit(_ hook: @escaping @Sendable () -> Void) {
+        condition.lock()
+        afterCommit = hook
         condition.unlock()
     }
 
@@ -142,6 +152,7 @@ final class GroupCommit: @unchecked Sendable {
         finished = last.ticket
         committing = false
         condition.broadcast()
+        afterCommit?()
     }
 
     /// One transaction for the batch; if it fails, each write alone, so that one bad

@@ -30,12 +30,15 @@ public struct ReplicaError: Error, Sendable, CustomStringConvertible {
 public final class Replica: Sendable {
     let pool: DatabasePool
     let writer: GroupCommit
+    /// The replica's file.
+    public let path: String
     private let lastDirty: Mutex<Int64>
 
     /// - Parameter commitsInBackground: commit writes nobody waits for on a utility
     ///   queue (a mount); without it they wait for the next read or waited write, which
     ///   keeps a simulation deterministic.
     public init(path: String, commitsInBackground: Bool = true) throws(ReplicaError) {
+        self.path = path
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in

@@ -86,6 +86,44 @@ enum ReplicaMigrations {
                     ALTER TABLE records ADD COLUMN sent_digest BLOB;
                     """)
         }
+        migrator.registerMigration("v5: notes waiting for the search index") { db in
+            try db.execute(
+                sql: """
+                    -- Notes written since the local search index (a file of its own beside this
+                    -- one) took them in: one row per note, its id growing with each write, made
+                    -- by triggers in the same transaction as the write, so no path that writes a
+                    -- note is missed. The index deletes the rows it took in. (A row is deleted and
+                    -- made anew rather than replaced: the replica's upserts would carry their own
+                    -- conflict rule into a trigger's INSERT OR REPLACE and fail on the second write.)
+                    CREATE TABLE search_pending (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        owner TEXT NOT NULL,
+                        zone TEXT NOT NULL,
+                        record_name TEXT NOT NULL,
+                        UNIQUE (owner, zone, record_name)
+                    );
+                    CREATE TRIGGER records_search_insert AFTER INSERT ON records WHEN NEW.record_type = 'note' BEGIN
+                        DELETE FROM search_pending WHERE owner = NEW.owner AND zone = NEW.zone AND record_name = NEW.record_name;
+                        INSERT INTO search_pending (owner, zone, record_name) VALUES (NEW.owner, NEW.zone, NEW.record_name);
+                    END;
+                    -- Only what the index reads: the text, the name, a delete (an upload's answer
+                    -- changes the tag and times alone).
+                    CREATE TRIGGER records_search_update AFTER UPDATE ON records
+                    WHEN (NEW.record_type = 'note' OR OLD.record_type = 'note')
+                        AND (NEW.content IS NOT OLD.content OR NEW.name IS NOT OLD.name OR NEW.deleted IS NOT OLD.deleted
+                             OR NEW.record_type IS NOT OLD.record_type)
+                    BEGIN
+                        DELETE FROM search_pending WHERE owner = NEW.owner AND zone = NEW.zone AND record_name = NEW.record_name;
+                        INSERT INTO search_pending (owner, zone, record_name) VALUES (NEW.owner, NEW.zone, NEW.record_name);
+                    END;
+                    CREATE TRIGGER records_search_delete AFTER DELETE ON records WHEN OLD.record_type = 'note' BEGIN
+                        DELETE FROM search_pending WHERE owner = OLD.owner AND zone = OLD.zone AND record_name = OLD.record_name;
+                        INSERT INTO search_pending (owner, zone, record_name) VALUES (OLD.owner, OLD.zone, OLD.record_name);
+                    END;
+                    INSERT INTO search_pending (owner, zone, record_name)
+                        SELECT owner, zone, record_name FROM records WHERE record_type = 'note' AND deleted = 0;
+                    """)
+        }
         return migrator
     }
 }

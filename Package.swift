@@ -268,7 +268,9 @@ let package = Package(
         .testTarget(name: "NotesMergeTests", dependencies: ["NotesMerge"], swiftSettings: strictSettings),
         .testTarget(name: "NotesWorkTests", dependencies: ["NotesModel", "NotesWork"], swiftSettings: strictSettings),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),
-        .testTarget(name: "NotesReplicaTests", dependencies: ["NotesModel", "NotesReplica"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "NotesReplicaTests", dependencies: ["NotesModel", "NotesReplica", "NotesSearch", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "NotesStoreTests",
             dependencies: [

@@ -233,7 +233,7 @@ let package = Package(
         .executableTarget(
             name: "notes-bench",
             dependencies: [
-                "NotesModel", "NotesClient", "NotesPostgres",
+                "NotesModel", "NotesClient", "NotesPostgres", "NotesReplica", "NotesSearch",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

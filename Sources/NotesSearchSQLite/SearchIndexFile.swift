@@ -186,11 +186,16 @@ public enum SearchIndexFile {
         var conditions = ["r.record_type = 'note'", source.visible]
         var arguments: [any DatabaseValueConvertible] = source.arguments
         let query = request.query
-        let wanted = try match(db, query.clauses.filter { !$0.excluded }, joinedBy: " AND ")
-        let unwanted = try match(db, query.clauses.filter(\.excluded), joinedBy: " OR ")
-        if let unwanted {
-            conditions.append("d.id NOT IN (SELECT rowid FROM docs_index WHERE docs_index MATCH ?)")
-            arguments.append(unwanted)
+        var wanted = try match(db, query.clauses.filter { !$0.excluded }, joinedBy: " AND ")
+        if let unwanted = try match(db, query.clauses.filter(\.excluded), joinedBy: " OR ") {
+            if let positive = wanted {
+                // In the index's own expression: FTS5 skips the excluded notes as it
+                // merges the lists, rather than a list of every excluded note being made.
+                wanted = "(\(positive)) NOT (\(unwanted))"
+            } else {
+                conditions.append("d.id NOT IN (SELECT rowid FROM docs_index WHERE docs_index MATCH ?)")
+                arguments.append(unwanted)
+            }
         }
         if let author = query.author {
             conditions.append("r.modified_by = ?")
@@ -252,16 +257,39 @@ public enum SearchIndexFile {
                 }
                 limit *= 8
             }
+        } else if let wanted {
+            // Too many to rank: the most recently indexed first, read from the index
+            // newest first a run at a time (FTS5 walks its lists backwards), each run's
+            // notes checked in the source, until the page is full.
+            let enough = request.offset + request.fetched
+            var passing: [Row] = []
+            var below = Int64.max
+            var run = max(64, enough * 2)
+            while passing.count < enough {
+                let ids = try Int64.fetchAll(
+                    db.cachedStatement(sql: "SELECT rowid FROM docs_index WHERE docs_index MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?"),
+                    arguments: [wanted, below, run])
+                guard let last = ids.last else { break }
+                passing += try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT \(columns) FROM docs d \(joined)
+                        WHERE d.id IN (SELECT value FROM json_each(?)) AND \(conditions.joined(separator: " AND ")) ORDER BY d.id DESC
+                        """,
+                    arguments: StatementArguments([String(decoding: try JSONEncoder().encode(ids), as: UTF8.self)] + arguments))
+                below = last
+                run = min(run * 4, 16_384)
+            }
+            rows = Array(passing.dropFirst(request.offset).prefix(request.fetched))
         } else {
-            let hits = wanted == nil ? "(SELECT id FROM docs)" : "(SELECT rowid AS id FROM docs_index WHERE docs_index MATCH ?)"
             rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT \(columns) FROM \(hits) h JOIN docs d ON d.id = h.id \(joined)
+                    SELECT \(columns) FROM docs d \(joined)
                     WHERE \(conditions.joined(separator: " AND "))
-                    ORDER BY \(wanted == nil ? "r.modified_at DESC, d.id" : "h.id DESC")
+                    ORDER BY r.modified_at DESC, d.id
                     LIMIT ? OFFSET ?
-                    """, arguments: StatementArguments((wanted.map { [$0] } ?? []) + arguments + [request.fetched, request.offset]))
+                    """, arguments: StatementArguments(arguments + [request.fetched, request.offset]))
         }
         return rows.map { row in
             Match(zone: ZoneID(owner: row[1], name: row[2]), recordName: row[3], shareID: row[4], modifiedAt: row[5], modifiedBy: row[6])

@@ -160,8 +160,7 @@ public final class SearchIndexer: Sendable {
         let batch = try await storage.pending(limit: Self.batchNotes, bytes: Self.batchBytes)
         guard !batch.isEmpty else { return false }
         let urgent = state.withLock { $0.searchesWaiting > 0 }
-        let make: @Sendable () -> [SearchDocument?] = { batch.map { note in note.body.map { SearchDocument(name: note.name, body: $0) } } }
-        let documents = urgent ? try await Blocking.run(make) : try await Blocking.idle(make)
+        let documents = try await Self.documents(of: batch, urgent: urgent)
         try await storage.takeIn(batch, documents, urgent: urgent)
         let listeners = state.withLock { state in
             defer { state.listeners.removeAll() }
@@ -169,6 +168,25 @@ public final class SearchIndexer: Sendable {
         }
         for listener in listeners { listener.resume() }
         return true
+    }
+
+    /// The documents of a batch's notes, made on as many threads as there are cores
+    /// (each at the indexer's priority): making the words is most of the work.
+    static func documents(of batch: [PendingNote], urgent: Bool) async throws -> [SearchDocument?] {
+        let parts = max(1, min(ProcessInfo.processInfo.activeProcessorCount, batch.count / 16))
+        let size = (batch.count + parts - 1) / parts
+        return try await withThrowingTaskGroup(of: (Int, [SearchDocument?]).self) { group in
+            for start in stride(from: 0, to: batch.count, by: size) {
+                let notes = batch[start..<min(batch.count, start + size)]
+                let make: @Sendable () -> (Int, [SearchDocument?]) = { (start, notes.map { note in note.body.map { SearchDocument(name: note.name, body: $0) } }) }
+                group.addTask { urgent ? try await Blocking.run(make) : try await Blocking.idle(make) }
+            }
+            var documents = [SearchDocument?](repeating: nil, count: batch.count)
+            for try await (start, made) in group {
+                documents.replaceSubrange(start..<start + made.count, with: made)
+            }
+            return documents
+        }
     }
 
     /// Takes in everything waiting now, in this task, telling `progress` how many

@@ -121,7 +121,7 @@ public enum SearchIndexFile {
                     case .word(let word):
                         expression = quoted(word)
                     case .prefix(let word):
-                        expression = quoted(word) + "*"
+                        expression = "(" + (try starting(db, word) ?? [quoted(word) + "*"]).joined(separator: " OR ") + ")"
                     case .phrase(let words):
                         expression = quoted(words.joined(separator: " ")) + "*"
                     case .infix(let word):
@@ -129,11 +129,26 @@ public enum SearchIndexFile {
                             db.cachedStatement(
                                 sql: "SELECT word FROM vocabulary WHERE id IN (SELECT rowid FROM vocabulary_index WHERE vocabulary_index MATCH ?) ORDER BY word LIMIT ?"),
                             arguments: [quoted(word), SearchRules.mostInfixWords])
-                        expression = "(" + ([quoted(word) + "*"] + holding.map(quoted)).joined(separator: " OR ") + ")"
+                        let start = try starting(db, word) ?? [quoted(word) + "*"]
+                        expression = "(" + Array(Set(start + holding.map(quoted))).sorted().joined(separator: " OR ") + ")"
                     }
                     return term.field == .title ? "title_words : " + expression : expression
                 }).joined(separator: " OR ") + ")"
         }.joined(separator: separator)
+    }
+
+    /// The words of the vocabulary that start with `prefix`, quoted for FTS5, when it
+    /// has three letters or more (the vocabulary holds every indexed word that long) and
+    /// there are one to `SearchRules.mostInfixWords` of them; nil otherwise (`prefix*`
+    /// then). FTS5 merges the lists of every word a `prefix*` names before it returns a
+    /// first match; named words it reads as far as it needs.
+    static func starting(_ db: Database, _ prefix: String) throws -> [String]? {
+        guard prefix.unicodeScalars.count >= 3 else { return nil }
+        let words = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT word FROM vocabulary WHERE word >= ? AND word < ? ORDER BY word LIMIT ?"),
+            arguments: [prefix, prefix + "\u{10FFFF}", SearchRules.mostInfixWords + 1])
+        guard !words.isEmpty, words.count <= SearchRules.mostInfixWords else { return nil }
+        return words.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
     }
 
     /// Whether `match` has at most `SearchRules.mostRanked` matches (ranking reads

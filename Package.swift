@@ -233,7 +233,7 @@ let package = Package(
         .executableTarget(
             name: "notes-bench",
             dependencies: [
-                "NotesModel", "NotesClient", "NotesPostgres", "NotesReplica", "NotesSearch",
+                "NotesModel", "NotesClient", "NotesPostgres", "NotesReplica", "NotesSearch", "NotesText",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

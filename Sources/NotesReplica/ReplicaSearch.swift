@@ -51,7 +51,10 @@ public final class ReplicaSearch: Sendable {
             try ReplicaLocation.ownerOnly(path)
             var configuration = Configuration()
             configuration.busyMode = .timeout(10)
-            configuration.prepareDatabase { db in try db.execute(sql: "ATTACH DATABASE ? AS replica", arguments: [replica.path]) }
+            configuration.prepareDatabase { db in
+                try SearchIndexFile.configure(db)
+                try db.execute(sql: "ATTACH DATABASE ? AS replica", arguments: [replica.path])
+            }
             let pool = try DatabasePool(path: path, configuration: configuration)
             writer = pool
             reader = pool

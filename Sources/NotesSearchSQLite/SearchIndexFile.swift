@@ -22,6 +22,13 @@ public enum SearchIndexFile {
     /// The schema of the index file; another number means rebuild.
     public static let schemaVersion: Int32 = 2
 
+    /// What every connection to an index file sets: the index is derived data, so a
+    /// commit need not wait for the disk (a crash keeps the file whole, and at worst
+    /// loses the last notes taken in, which `progress` then asks for again).
+    public static func configure(_ db: Database) throws {
+        try db.execute(sql: "PRAGMA synchronous = NORMAL")
+    }
+
     /// Makes the schema unless the file has this one; returns whether it did (and the
     /// index is empty: every note must be taken in again).
     public static func prepare(_ db: Database) throws -> Bool {

@@ -93,6 +93,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
+            try SearchIndexFile.configure(db)
             // The store's tables, read in the same statement as the index: who may
             // read a note is decided on the live rows, never on a copy.
             try db.execute(sql: "ATTACH DATABASE ? AS store", arguments: [storePath])

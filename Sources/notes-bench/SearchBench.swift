@@ -8,6 +8,7 @@ import NotesClient
 import NotesModel
 import NotesReplica
 import NotesSearch
+import NotesText
 
 /// `notes-bench --search`: search through notesd over a corpus of many notes, next to
 /// `grep -rl` over the same notes as files on tmpfs, and single saves with the index
@@ -203,6 +204,14 @@ struct SearchBench {
             }
             _ = try replica.applyRemote(zone, records: records, deleted: [], token: "\(first)", scope: .private)
         }
+        let making = ContinuousClock.now
+        var wordCount = 0
+        for body in bodies { wordCount += SearchDocument(name: "n.md", body: body).words.utf8.count }
+        let madeIn = (ContinuousClock.now - making).seconds
+        print(
+            String(
+                format: "\nmaking the words of every note on one core: %.1f s (%.0f MB/s of text, %.0f MB of words)", madeIn, Double(textBytes) / 1e6 / madeIn,
+                Double(wordCount) / 1e6))
         let indexStart = ContinuousClock.now
         let local = try ReplicaSearch(replica: replica, logger: Logger(label: "notes-bench"))
         try await local.indexer?.catchUp { _ in }

@@ -57,6 +57,9 @@ public protocol SearchIndexStorage: Sendable {
 public final class SearchIndexer: Sendable {
     /// Notes per batch, and the bytes of text past which a batch stops early.
     public static let batchNotes = 1_024
+    /// Notes per write of the index: a batch is written in parts, in order (each
+    /// account's progress only grows).
+    static let writtenNotes = 256
     public static let batchBytes = 8 << 20
     /// How long a run started by a write waits before its first batch, so that a
     /// stream of single saves is taken in a few at a time rather than one by one (a
@@ -160,8 +163,18 @@ public final class SearchIndexer: Sendable {
         let batch = try await storage.pending(limit: Self.batchNotes, bytes: Self.batchBytes)
         guard !batch.isEmpty else { return false }
         let urgent = state.withLock { $0.searchesWaiting > 0 }
-        let documents = try await Self.documents(of: batch, urgent: urgent)
-        try await storage.takeIn(batch, documents, urgent: urgent)
+        // The words of the next part are made while the index writes this one: the
+        // two halves of the work run side by side, on two cores where there are two.
+        let parts = stride(from: 0, to: batch.count, by: Self.writtenNotes).map { Array(batch[$0..<min(batch.count, $0 + Self.writtenNotes)]) }
+        var making = Task { try await Self.documents(of: parts[0], urgent: urgent) }
+        for (index, part) in parts.enumerated() {
+            let documents = try await making.value
+            if index + 1 < parts.count {
+                let next = parts[index + 1]
+                making = Task { try await Self.documents(of: next, urgent: urgent) }
+            }
+            try await storage.takeIn(part, documents, urgent: urgent)
+        }
         let listeners = state.withLock { state in
             defer { state.listeners.removeAll() }
             return Array(state.listeners.values)

@@ -138,4 +138,23 @@ import Testing
         #expect(parts.allSatisfy { !$0.match })
         #expect(parts.map(\.text).joined().count <= SearchSnippet.length + 2)
     }
+
+    /// The byte search that snippets use for ASCII text finds what Foundation's
+    /// case-insensitive search finds, on generated texts and terms.
+    @Test func snippetsFindWhatFoundationFinds() {
+        var state: UInt64 = 7
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let letters = Array("aAbBcC xyZ.-é京")
+        for _ in 0..<2_000 {
+            let text = String((0..<next(40)).map { _ in letters[next(letters.count)] })
+            let term = String((0..<1 + next(3)).map { _ in letters[next(8)] })
+            let finder = SearchSnippet.Finder(text[...])
+            let ours = finder.range(of: term, from: text.startIndex, to: text.endIndex)
+            let theirs = text.range(of: term, options: [.caseInsensitive])
+            #expect(ours == theirs, "\(term) in \(text)")
+        }
+    }
 }

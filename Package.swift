@@ -269,7 +269,11 @@ let package = Package(
         .testTarget(name: "NotesWorkTests", dependencies: ["NotesModel", "NotesWork"], swiftSettings: strictSettings),
         .testTarget(name: "NotesModelTests", dependencies: ["NotesModel"], swiftSettings: strictSettings),
         .testTarget(
-            name: "NotesReplicaTests", dependencies: ["NotesModel", "NotesReplica", "NotesSearch", .product(name: "Logging", package: "swift-log")],
+            name: "NotesReplicaTests",
+            dependencies: [
+                "NotesModel", "NotesReplica", "NotesSearch", "NotesSearchSQLite",
+                .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "NotesStoreTests",

@@ -58,7 +58,7 @@ public final class ReplicaSearch: Sendable {
             let pool = try DatabasePool(path: path, configuration: configuration)
             writer = pool
             reader = pool
-            let (rebuilt, through) = try pool.write { db in
+            let (rebuilt, through) = try SearchIndexFile.write(pool) { db in
                 var rebuilt = try SearchIndexFile.prepare(db)
                 var through = try SearchIndexFile.progress(db)[Self.progressKey] ?? 0
                 // A replica made anew numbers its notes from 1 again: an index that took
@@ -307,7 +307,7 @@ public final class ReplicaSearch: Sendable {
             guard let writer = index.writer, let last = notes.map(\.id).max() else { return }
             do {
                 try await (urgent ? Blocking.run : Blocking.idle) {
-                    try writer.write { db in try SearchIndexFile.write(db, notes, documents, reached: [ReplicaSearch.progressKey: last]) }
+                    try SearchIndexFile.write(writer) { db in try SearchIndexFile.write(db, notes, documents, reached: [ReplicaSearch.progressKey: last]) }
                 }
             } catch {
                 throw Self.failure(error)

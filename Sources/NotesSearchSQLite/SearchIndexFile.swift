@@ -29,6 +29,22 @@ public enum SearchIndexFile {
         try db.execute(sql: "PRAGMA synchronous = NORMAL")
     }
 
+    /// Runs `body` in a DEFERRED transaction of the index file. A pool's `write` opens
+    /// IMMEDIATE ones, which take the write lock of every attached file too: the file the
+    /// index covers (notesd's store, a mount's replica) would wait for each write of the
+    /// index, and its own writes would stall the index's for a busy timeout. A deferred
+    /// transaction locks only what it writes, the index file.
+    public static func write<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            var result: T?
+            try db.inTransaction(.deferred) {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
+    }
+
     /// Makes the schema unless the file has this one; returns whether it did (and the
     /// index is empty: every note must be taken in again).
     public static func prepare(_ db: Database) throws -> Bool {

@@ -58,7 +58,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
     func reset() async throws(NotesError) {
         do {
             try await Blocking.background {
-                try self.pool.write { db in try SearchIndexFile.empty(db) }
+                try SearchIndexFile.write(self.pool) { db in try SearchIndexFile.empty(db) }
             }
             try await writer.runBlocking(for: WorkCaller.notesd) {
                 try self.storePool.write { db in
@@ -99,7 +99,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
             try db.execute(sql: "ATTACH DATABASE ? AS store", arguments: [storePath])
         }
         pool = try DatabasePool(path: path, configuration: configuration)
-        let rebuilt = try pool.write { db in try SearchIndexFile.prepare(db) }
+        let rebuilt = try SearchIndexFile.write(pool) { db in try SearchIndexFile.prepare(db) }
         if rebuilt {
             try storePool.write { db in
                 try db.execute(
@@ -159,7 +159,7 @@ final class SQLiteSearchIndex: SearchIndexStorage {
         let reached: [String: Int64]
         do {
             reached = try await (urgent ? Blocking.run : Blocking.idle) {
-                try self.pool.write { db in
+                try SearchIndexFile.write(self.pool) { db in
                     let reached = notes.reduce(into: [String: Int64]()) { reached, note in reached[note.owner] = max(reached[note.owner] ?? 0, note.id) }
                     try SearchIndexFile.write(db, notes, documents, reached: reached)
                     return reached

@@ -1,8 +1,10 @@
 import Foundation
+import GRDB
 import Logging
 import NotesModel
 import NotesReplica
 import NotesSearch
+import NotesSearchSQLite
 import Testing
 
 /// The replica's own search index on real SQLite files: every kind of write reaches
@@ -29,7 +31,7 @@ import Testing
         return try search.search(request, in: nil, account: "alice").map(\.path)
     }
 
-    func remote(_ name: String, body: String, tag: String) -> Record {
+    func remote(_ name: String, body: String, tag: String) -> NotesModel.Record {
         Record(
             recordName: name, zone: zone, recordType: .note, name: "\(name).md", parent: nil, body: body, bytes: nil,
             createdAt: Date(timeIntervalSince1970: 0), modifiedAt: Date(timeIntervalSince1970: 1), modifiedBy: "bob", changeTag: tag, shareID: nil)
@@ -63,5 +65,31 @@ import Testing
         _ = try replica.saveLocal(row("c"), content: Array("budget again".utf8))
         let reopened = try ReplicaSearch(replica: replica, logger: Logger(label: "test"))
         #expect(try await found(reopened, "budget") == ["private/c.md"])
+    }
+
+    /// A write of the index file, which has the replica attached, once took the
+    /// replica's write lock too (a pool's IMMEDIATE transaction locks every attached
+    /// file): the mount's saves then waited for the index, or failed after the busy
+    /// timeout. A save while the index writes goes through.
+    @Test func writingTheIndexNeverHoldsTheReplicasWriter() throws {
+        let search = try ReplicaSearch(replica: replica, logger: Logger(label: "test"))
+        defer { search.close() }
+        var configuration = Configuration()
+        let replicaPath = replica.path
+        configuration.prepareDatabase { db in try db.execute(sql: "ATTACH DATABASE ? AS replica", arguments: [replicaPath]) }
+        let pool = try DatabasePool(path: ReplicaSearch.path(besides: replica.path), configuration: configuration)
+        let writing = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            _ = try? SearchIndexFile.write(pool) { db in
+                try db.execute(sql: "INSERT OR REPLACE INTO progress (owner, indexed_through) VALUES ('held', 1)")
+                writing.signal()
+                release.wait()
+            }
+        }
+        thread.start()
+        writing.wait()
+        defer { release.signal() }
+        #expect(throws: Never.self) { try replica.saveLocal(row("a"), content: Array("saved while the index writes".utf8)) }
     }
 }

@@ -72,6 +72,9 @@ public final class SearchIndexer: Sendable {
 
     private struct State {
         var running = false
+        /// `catchUp` runs: no run of `wake`'s starts, and one under way stops after
+        /// its batch (two would take in the same notes twice).
+        var catchingUp = false
         var dirty = false
         /// The run waiting out `gathering`, to be woken early by a search.
         var gatheringRun: CheckedContinuation<Void, Never>?
@@ -97,7 +100,7 @@ public final class SearchIndexer: Sendable {
                 early = state.gatheringRun
                 state.gatheringRun = nil
             }
-            if state.running {
+            if state.running || state.catchingUp {
                 state.dirty = true
                 return (false, early)
             }
@@ -129,6 +132,11 @@ public final class SearchIndexer: Sendable {
         if gathering { await gather() }
         var failures = 0
         while true {
+            let yielding = state.withLock { state in
+                if state.catchingUp { state.running = false }
+                return state.catchingUp
+            }
+            if yielding { return }
             do {
                 if try await takeInBatch() {
                     failures = 0
@@ -205,6 +213,16 @@ public final class SearchIndexer: Sendable {
     /// Takes in everything waiting now, in this task, telling `progress` how many
     /// notes are left after each batch (`notesd reindex`).
     public func catchUp(progress: (Int) -> Void) async throws(NotesError) {
+        state.withLock { $0.catchingUp = true }
+        defer {
+            let again = state.withLock { state in
+                state.catchingUp = false
+                return state.dirty
+            }
+            if again { wake() }
+        }
+        // The run under way, if any, stops after its batch.
+        while state.withLock({ $0.running }) { await nextBatch(orAfter: .milliseconds(10)) }
         progress(try await storage.waitingCount())
         do {
             // (Counted every tenth batch: a count reads every note still waiting.)

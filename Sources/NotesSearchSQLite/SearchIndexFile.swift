@@ -123,11 +123,31 @@ public enum SearchIndexFile {
         }
         let vocabulary = Set(documents.flatMap { $0?.vocabulary ?? [] })
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO vocabulary (word) SELECT value FROM json_each(?)").execute(arguments: [
-            String(decoding: try JSONEncoder().encode(Array(vocabulary)), as: UTF8.self)
+            jsonArray(vocabulary)
         ])
         for (owner, id) in reached {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO progress (owner, indexed_through) VALUES (?, ?)").execute(arguments: [owner, id])
         }
+    }
+
+    /// Words as a JSON array of strings, for `json_each`. Written by hand: Foundation's
+    /// encoder took a twentieth of a batch's time for the vocabulary alone.
+    static func jsonArray(_ words: some Sequence<String>) -> String {
+        var json = "["
+        for word in words {
+            if json.utf8.count > 1 { json += "," }
+            json += "\""
+            for scalar in word.unicodeScalars {
+                switch scalar {
+                case "\"": json += "\\\""
+                case "\\": json += "\\\\"
+                case _ where scalar.value < 0x20: json += String(format: "\\u%04x", scalar.value)
+                default: json.unicodeScalars.append(scalar)
+                }
+            }
+            json += "\""
+        }
+        return json + "]"
     }
 
     /// An FTS5 expression: each clause's terms joined by OR, the clauses by `joinedBy`;

@@ -176,6 +176,8 @@ let package = Package(
         ),
         // getxattr(2) for the CLI, which learns the record behind a path from the mount.
         .systemLibrary(name: "CXattr"),
+        // posix_spawn's GNU extensions, for the tests' child processes.
+        .systemLibrary(name: "CSpawn"),
         // The kernel adapter: libfuse callbacks in, `FileSystem` calls out; no notes logic.
         .target(
             name: "NotesFS",
@@ -288,7 +290,7 @@ let package = Package(
         // Real notesd and mount processes for the tests of every target that needs them.
         .target(
             name: "NotesTestSupport",
-            dependencies: ["NotesModel", "NotesClient"],
+            dependencies: ["NotesModel", "NotesClient", "CSpawn"],
             path: "Tests/NotesTestSupport",
             swiftSettings: strictSettings
         ),

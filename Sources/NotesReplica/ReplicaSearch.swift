@@ -275,27 +275,27 @@ public final class ReplicaSearch: Sendable {
             let index = try index()
             let through = index.state.withLock { $0.indexedThrough }
             do {
-                return try await Blocking.idle {
-                    try index.reader.read { db in
-                        let rows = try Row.fetchCursor(
-                            db,
-                            sql: """
-                                SELECT p.id, p.owner, p.zone, p.record_name, r.record_type, r.name, r.content, r.deleted
-                                FROM replica.search_pending p
-                                LEFT JOIN replica.records r ON r.owner = p.owner AND r.zone = p.zone AND r.record_name = p.record_name
-                                WHERE p.id > ? ORDER BY p.id LIMIT ?
-                                """, arguments: [through, limit])
-                        var notes: [PendingNote] = []
-                        var taken = 0
-                        while let row = try rows.next() {
-                            let isNote = (row[4] as String?) == RecordType.note.rawValue && (row[7] as Bool?) == false
-                            let body = isNote ? (row[6] as Data?).map { String(decoding: $0, as: UTF8.self) } ?? "" : nil
-                            notes.append(PendingNote(id: row[0], owner: row[1], zone: row[2], recordName: row[3], name: row[5] ?? "", body: body))
-                            taken += body?.utf8.count ?? 0
-                            if taken >= bytes { break }
-                        }
-                        return notes
+                // (A short read, at the mount's own priority: a search waiting for the
+                // index must not wait for a read starved at the lowest.)
+                return try await index.reader.read { db in
+                    let rows = try Row.fetchCursor(
+                        db,
+                        sql: """
+                            SELECT p.id, p.owner, p.zone, p.record_name, r.record_type, r.name, r.content, r.deleted
+                            FROM replica.search_pending p
+                            LEFT JOIN replica.records r ON r.owner = p.owner AND r.zone = p.zone AND r.record_name = p.record_name
+                            WHERE p.id > ? ORDER BY p.id LIMIT ?
+                            """, arguments: [through, limit])
+                    var notes: [PendingNote] = []
+                    var taken = 0
+                    while let row = try rows.next() {
+                        let isNote = (row[4] as String?) == RecordType.note.rawValue && (row[7] as Bool?) == false
+                        let body = isNote ? (row[6] as Data?).map { String(decoding: $0, as: UTF8.self) } ?? "" : nil
+                        notes.append(PendingNote(id: row[0], owner: row[1], zone: row[2], recordName: row[3], name: row[5] ?? "", body: body))
+                        taken += body?.utf8.count ?? 0
+                        if taken >= bytes { break }
                     }
+                    return notes
                 }
             } catch {
                 throw Self.failure(error)

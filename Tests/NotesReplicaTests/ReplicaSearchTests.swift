@@ -26,7 +26,8 @@ import Testing
     }
 
     func found(_ search: ReplicaSearch, _ query: String) async throws -> [String] {
-        _ = try await search.indexer?.waitForVisibleSaves(of: "alice", seconds: 10)
+        // Every note saved so far in the index, however long a busy machine takes.
+        while try await search.indexer?.waitForVisibleSaves(of: "alice", seconds: 10) == false {}
         let request = try SearchRules.Request(API.Search(query: query))
         return try search.search(request, in: nil, account: "alice").map(\.path)
     }

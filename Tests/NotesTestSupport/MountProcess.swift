@@ -138,25 +138,11 @@ public enum Shell {
 
     @discardableResult
     public static func run(_ command: String, in directory: String? = nil, environment: [String: String] = [:]) -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            return Result(status: -1, stdout: "", stderr: "\(error)")
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        guard let output = Spawn.run(["/bin/sh", "-c", command], environment: merged, directory: directory) else {
+            return Result(status: -1, stdout: "", stderr: "could not start /bin/sh: \(String(cString: strerror(errno)))")
         }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        let status = ChildExit.wait(for: process)
-        return Result(status: status, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        return Result(status: output.status, stdout: String(decoding: output.stdout, as: UTF8.self), stderr: String(decoding: output.stderr, as: UTF8.self))
     }
 
     /// `run` on a thread of its own, for a command that runs long (a script that waits for

@@ -51,8 +51,7 @@ enum Spawn {
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+            for pointer in argv + envp { free(pointer) }
         }
         var pid: pid_t = 0
         let started = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)

@@ -55,6 +55,11 @@ public enum ChildExit {
         guard let close = stat.lastIndex(of: ")") else { return .running }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.first == "Z" else { return .running }
+        // A process's first thread shows "Z" as soon as it has ended, while its other
+        // threads may still be on their way out holding its files (a lock, a listening
+        // socket): it has ended when it is the only thread left.
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count ?? 1
+        guard threads <= 1 else { return .running }
         guard fields.count > 49, let raw = Int32(fields[49].trimmingCharacters(in: .whitespacesAndNewlines)) else { return .zombie(-1) }
         return .zombie(raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f))
     }

@@ -124,7 +124,7 @@ let package = Package(
         .target(
             name: "NotesServer",
             dependencies: [
-                "NotesModel", "NotesWork",
+                "NotesModel", "NotesWork", "NotesSpawn",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -176,8 +176,15 @@ let package = Package(
         ),
         // getxattr(2) for the CLI, which learns the record behind a path from the mount.
         .systemLibrary(name: "CXattr"),
-        // posix_spawn's GNU extensions, for the tests' child processes.
+        // posix_spawn's GNU extensions, for child processes started without Foundation.
         .systemLibrary(name: "CSpawn"),
+        // Child processes (notesd's render worker, the tests' shells) started with
+        // posix_spawn rather than Foundation's Process.
+        .target(
+            name: "NotesSpawn",
+            dependencies: ["CSpawn"],
+            swiftSettings: strictSettings
+        ),
         // The kernel adapter: libfuse callbacks in, `FileSystem` calls out; no notes logic.
         .target(
             name: "NotesFS",
@@ -290,7 +297,7 @@ let package = Package(
         // Real notesd and mount processes for the tests of every target that needs them.
         .target(
             name: "NotesTestSupport",
-            dependencies: ["NotesModel", "NotesClient", "CSpawn"],
+            dependencies: ["NotesModel", "NotesClient", "NotesSpawn"],
             path: "Tests/NotesTestSupport",
             swiftSettings: strictSettings
         ),

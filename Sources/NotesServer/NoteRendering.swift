@@ -4,6 +4,7 @@
 import Foundation
 import NotesExport
 public import NotesModel
+import NotesSpawn
 import NotesWork
 import Synchronization
 
@@ -84,18 +85,13 @@ public final class WorkerRendering: NoteRendering {
 
     /// nil when the worker failed, crashed or ran over its budget.
     func run(_ markdown: String) async -> RenderedNote? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.environment = [:]
+        // Started without Foundation's Process, whose start crashed its caller now and
+        // then on this toolchain (`ChildProcess`).
+        guard let child = try? ChildProcess.start(executable, arguments: arguments, environment: [:], pipeInput: true, pipeOutput: true),
+            let input = child.input, let output = child.output
+        else { return nil }
         let finished = Flag()
-        do { try process.run() } catch { return nil }
-        let pid = process.processIdentifier
+        let pid = child.pid
         // Kill it when over budget (SIGKILL: a parser stuck in a loop does not answer SIGTERM).
         let budget = self.budget
         let watchdog = Task {
@@ -104,25 +100,26 @@ public final class WorkerRendering: NoteRendering {
         }
         defer { watchdog.cancel() }
         // Write and read on threads of their own: a 16 MiB note fills both pipes.
-        let text = Data(markdown.utf8)
+        let text = Array(markdown.utf8)
         let writer = Thread {
-            try? input.fileHandleForWriting.write(contentsOf: text)
-            try? input.fileHandleForWriting.close()
+            _ = ChildProcess.write(text, to: input)
+            close(input)
         }
         writer.start()
         // Reading to the end and waiting for the exit block: on a thread of their own,
         // never on one of Swift's few cooperative threads (two renders waiting out their
         // budget there would stall every request).
-        let (data, succeeded): (Data, Bool) = await withCheckedContinuation { continuation in
+        let (data, succeeded): ([UInt8], Bool) = await withCheckedContinuation { continuation in
             Thread {
-                let data = (try? output.fileHandleForReading.readToEnd()) ?? Data()
-                process.waitUntilExit()
+                let data = ChildProcess.readAll(output)
+                close(output)
+                let status = child.wait()
                 finished.set()
-                continuation.resume(returning: (data, process.terminationReason == .exit && process.terminationStatus == 0))
+                continuation.resume(returning: (data, status == 0))
             }.start()
         }
         guard succeeded else { return nil }
-        return try? JSONDecoder().decode(RenderedNote.self, from: data)
+        return try? JSONDecoder().decode(RenderedNote.self, from: Data(data))
     }
 }
 

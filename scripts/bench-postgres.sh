@@ -5,15 +5,17 @@
 #   scripts/bench-postgres.sh --records 100000
 #   scripts/bench-postgres.sh neighbours --seconds 10
 # Needs Debian's postgresql package (scripts/setup-debian.sh installs it) and a
-# release build (this script makes one).
+# release build (this script makes one, in .build or in SCRATCH if set, e.g.
+# SCRATCH=.build-release to keep it apart from the debug build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=/usr/lib/postgresql/15/bin
 [ -x "$bin/initdb" ] || { echo "PostgreSQL 15 is not installed: run scripts/setup-debian.sh" >&2; exit 69; }
 program=notes-bench
 if [ "${1:-}" = neighbours ]; then program=notes-neighbours; shift; fi
-swift build -c release --product "$program" >&2
-swift build -c release --product notesd >&2
+scratch=${SCRATCH:-.build}
+swift build -c release --scratch-path "$scratch" --product "$program" >&2
+swift build -c release --scratch-path "$scratch" --product notesd >&2
 dir=$(mktemp -d /tmp/notes-bench-pg-XXXXXX)
 chmod 755 "$dir"
 as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
@@ -35,4 +37,4 @@ as_postgres "$bin/psql" -h "$dir" -U postgres -d bench -q \
     -c "CREATE TABLE warm AS SELECT repeat('x', 2000) AS x FROM generate_series(1, 250000)" \
     -c "DROP TABLE warm" -c "CHECKPOINT" -c "SELECT pg_switch_wal()" -c "CHECKPOINT" >/dev/null
 socket=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$dir")
-".build/release/$program" --database "postgres://postgres@$socket/bench" "$@"
+"$scratch/release/$program" --database "postgres://postgres@$socket/bench" "$@"

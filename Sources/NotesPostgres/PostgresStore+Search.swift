@@ -74,17 +74,8 @@ private struct PostgresSearchPage {
             "(r.owner = \(statement.bind(actor)) OR r.share_id = ANY(\(statement.bind(Array(readable.keys)))::text[]))",
             PostgresStore.shownRecord,
         ]
-        var wanted: [String] = []
-        for clause in query.clauses {
-            var alternatives: [String] = []
-            for term in clause.alternatives {
-                let expression = try await Self.tsquery(sql, term)
-                if !clause.excluded { wanted.append(expression) }
-                let bound = statement.bind(expression)
-                alternatives.append(
-                    term.field == .title ? "d.title_words @@ \(bound)::tsquery" : "(d.title_words @@ \(bound)::tsquery OR d.words @@ \(bound)::tsquery)")
-            }
-            conditions.append((clause.excluded ? "NOT " : "") + "(" + alternatives.joined(separator: " OR ") + ")")
+        for clause in query.clauses where clause.excluded {
+            conditions.append("NOT " + (try await Self.condition(sql, clause, reach: .all, &statement)))
         }
         if let author = query.author { conditions.append("r.modified_by = \(statement.bind(author))") }
         if let since = query.modifiedSince { conditions.append("r.modified_at >= \(statement.bind(since.timeIntervalSince1970))") }
@@ -99,28 +90,45 @@ private struct PostgresSearchPage {
             conditions.append(
                 "r.owner = \(statement.bind(zone.owner)) AND r.zone = \(statement.bind(zone.name)) AND r.record_name = ANY(\(statement.bind(names))::text[])")
         }
-        // Ranking reads every match: past `mostRanked`, the most recently changed first.
-        var rank = ""
-        if !wanted.isEmpty {
-            var counting = statement
+        // `SearchRules.Reach`: the notes holding the whole words first, ranked (up to
+        // `mostRanked` of them: ranking reads every match), then those holding the terms
+        // only as word starts or inside words, most recently changed first.
+        let wanted = query.clauses.filter { !$0.excluded }
+        let enough = request.offset + request.fetched
+        var rows: [PostgresRow] = []
+        if wanted.isEmpty {
+            rows = try await Self.leading(sql, statement, conditions, rank: nil, enough)
+        } else {
+            var whole = statement
+            var wholeConditions = conditions
+            for clause in wanted { wholeConditions.append(try await Self.condition(sql, clause, reach: .wholeWords, &whole)) }
+            var counting = whole
             counting.text = """
                 SELECT COUNT(*) FROM (SELECT 1 FROM search_docs d JOIN records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
-                WHERE \(conditions.joined(separator: " AND ")) LIMIT \(SearchRules.mostRanked + 1)) m
+                WHERE \(wholeConditions.joined(separator: " AND ")) LIMIT \(SearchRules.mostRanked + 1)) m
                 """
+            var rank: String?
             if try await sql.value(counting.query, as: Int.self) ?? 0 <= SearchRules.mostRanked {
-                let all = statement.bind(wanted.map { "(\($0))" }.joined(separator: " | "))
-                rank = "ts_rank_cd(d.words, \(all)::tsquery) + 4 * ts_rank_cd(d.title_words, \(all)::tsquery) DESC, "
+                var words: [String] = []
+                for term in wanted.flatMap(\.alternatives) { words.append(try await Self.tsquery(sql, term, reach: .wholeWords)) }
+                let all = whole.bind(words.map { "(\($0))" }.joined(separator: " | "))
+                rank = "ts_rank_cd(d.words, \(all)::tsquery) + 4 * ts_rank_cd(d.title_words, \(all)::tsquery) DESC"
+            }
+            rows = try await Self.leading(sql, whole, wholeConditions, rank: rank, enough)
+            if rows.count < enough, SearchRules.reachesFurther(wanted) {
+                var rest = statement
+                var restConditions = conditions
+                var holding: [String] = []
+                for clause in wanted {
+                    restConditions.append(try await Self.condition(sql, clause, reach: .all, &rest))
+                    holding.append(try await Self.condition(sql, clause, reach: .wholeWords, &rest))
+                }
+                restConditions.append("NOT (" + holding.joined(separator: " AND ") + ")")
+                rows += try await Self.leading(sql, rest, restConditions, rank: nil, enough - rows.count)
             }
         }
-        statement.text = """
-            SELECT d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by
-            FROM search_docs d JOIN records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
-            WHERE \(conditions.joined(separator: " AND "))
-            ORDER BY \(rank)r.modified_at DESC, d.owner, d.zone, d.record_name
-            LIMIT \(statement.bind(request.fetched)) OFFSET \(statement.bind(request.offset))
-            """
         var hits: [API.SearchHit] = []
-        for row in try await sql.rows(statement.query) {
+        for row in rows.dropFirst(request.offset).prefix(request.fetched) {
             let (owner, zoneName, recordName, shareID, modifiedAt, modifiedBy) = try row.decode((String, String, String, String?, Double, String).self)
             let zone = ZoneID(owner: owner, name: zoneName)
             // Only the start of a note is shown (`SearchSnippet.scannedBytes`).
@@ -142,6 +150,32 @@ private struct PostgresSearchPage {
         return hits
     }
 
+    /// The first `count` notes passing `conditions`, by `rank` when given, then the most
+    /// recently changed first.
+    static func leading(_ sql: SQL, _ statement: BoundQuery, _ conditions: [String], rank: String?, _ count: Int) async throws -> [PostgresRow] {
+        var statement = statement
+        statement.text = """
+            SELECT d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by
+            FROM search_docs d JOIN records r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name
+            WHERE \(conditions.joined(separator: " AND "))
+            ORDER BY \(rank.map { $0 + ", " } ?? "")r.modified_at DESC, d.owner, d.zone, d.record_name
+            LIMIT \(statement.bind(count))
+            """
+        return try await sql.rows(statement.query)
+    }
+
+    /// A clause as a condition on a note's words: one of its terms, each in the title
+    /// (`title:`) or anywhere.
+    static func condition(_ sql: SQL, _ clause: SearchQuery.Clause, reach: SearchRules.Reach, _ statement: inout BoundQuery) async throws -> String {
+        var alternatives: [String] = []
+        for term in clause.alternatives {
+            let bound = statement.bind(try await tsquery(sql, term, reach: reach))
+            alternatives.append(
+                term.field == .title ? "d.title_words @@ \(bound)::tsquery" : "(d.title_words @@ \(bound)::tsquery OR d.words @@ \(bound)::tsquery)")
+        }
+        return "(" + alternatives.joined(separator: " OR ") + ")"
+    }
+
     /// The names from the zone's root (or the share's root record `root`) down to the
     /// record, its own last, in one statement.
     func names(of recordName: String, in zone: ZoneID, upTo root: String?) async throws -> [String] {
@@ -159,19 +193,22 @@ private struct PostgresSearchPage {
             """, as: String.self)
     }
 
-    /// A term as a `tsquery` (its words are `SearchWords`, so they need no parsing): a
-    /// search inside words becomes the words that start with the letters or hold them
-    /// (`SearchRules.mostInfixWords` of those, from the vocabulary).
-    static func tsquery(_ sql: SQL, _ term: SearchQuery.Term) async throws -> String {
+    /// A term as a `tsquery` (its words are `SearchWords`, so they need no parsing). With
+    /// `reach` `.all`, a search inside words becomes the words that start with the
+    /// letters or hold them (`SearchRules.mostInfixWords` of those, from the
+    /// vocabulary); with `.wholeWords`, every term is its words as typed.
+    static func tsquery(_ sql: SQL, _ term: SearchQuery.Term, reach: SearchRules.Reach) async throws -> String {
         func quoted(_ word: String) -> String { "'" + word.replacingOccurrences(of: "'", with: "''").replacingOccurrences(of: "\\", with: "\\\\") + "'" }
-        switch term.match {
-        case .word(let word):
+        switch (term.match, reach) {
+        case (.word(let word), _), (.prefix(let word), .wholeWords), (.infix(let word), .wholeWords):
             return quoted(word)
-        case .prefix(let word):
+        case (.phrase(let words), .wholeWords):
+            return words.map(quoted).joined(separator: " <-> ")
+        case (.prefix(let word), .all):
             return quoted(word) + ":*"
-        case .phrase(let words):
+        case (.phrase(let words), .all):
             return words.enumerated().map { index, word in quoted(word) + (index == words.count - 1 ? ":*" : "") }.joined(separator: " <-> ")
-        case .infix(let word):
+        case (.infix(let word), .all):
             let holding = try await sql.column(
                 """
                 SELECT word FROM search_vocabulary WHERE word LIKE \("%" + escapedForLike(word) + "%") ORDER BY word COLLATE "C" LIMIT \(SearchRules.mostInfixWords)

@@ -346,6 +346,16 @@ public final class ReplicaSearch: Sendable {
             }
         }
 
+        func tidy() async throws(NotesError) -> Bool {
+            let index = try index()
+            guard let writer = index.writer else { return false }
+            do {
+                return try await Blocking.idle { try SearchIndexFile.tidy(writer) }
+            } catch {
+                throw Self.failure(error)
+            }
+        }
+
         func waitingCount() async throws(NotesError) -> Int {
             let index = try index()
             do {

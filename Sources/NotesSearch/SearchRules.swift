@@ -69,8 +69,27 @@ public enum SearchRules {
     public static func shown(name: String, body: String, _ query: SearchQuery) -> (title: String, snippet: [API.SnippetPart]) {
         (
             SearchDocument.title(name: name, body: body),
-            SearchSnippet.make(SearchDocument.shownText(body), terms: query.wanted).map { API.SnippetPart(text: $0.text, match: $0.match) }
+            SearchSnippet.make(body: body, terms: query.wanted).map { API.SnippetPart(text: $0.text, match: $0.match) }
         )
+    }
+
+    /// How far a query's terms reach, in the order results come: first the notes that
+    /// hold every term as a whole word (`plan`, the phrase as typed), ranked; then those
+    /// that hold one only at the start of a word or inside one ("planning",
+    /// "explanation"), most recent first. A search inside words can name hundreds of
+    /// words: ranking their matches would score each note against every one of them,
+    /// and the whole word is what people ranked first anyway.
+    public enum Reach: Sendable {
+        case wholeWords, all
+    }
+
+    /// Whether any term of `clauses` finds more than its whole words.
+    public static func reachesFurther(_ clauses: [SearchQuery.Clause]) -> Bool {
+        clauses.contains { clause in
+            clause.alternatives.contains { term in
+                if case .word = term.match { false } else { true }
+            }
+        }
     }
 
     /// Matching notes past this many are listed most recently indexed first rather than

@@ -20,7 +20,16 @@ public import NotesText
 /// - `progress`: per key (an account), the last pending change taken in.
 public enum SearchIndexFile {
     /// The schema of the index file; another number means rebuild.
-    public static let schemaVersion: Int32 = 2
+    public static let schemaVersion: Int32 = 3
+    /// Word starts up to this long have lists of their own (FTS5's `prefix` option):
+    /// `plan*` is one list to read instead of the merge of every word it names (40 ms
+    /// for one with 1,500 words). Each length costs about a third of the index again.
+    static let indexedPrefixes = 2...4
+    /// Segments of a level FTS5 lets gather before it merges them as notes are written
+    /// (its default is 4): merging less often writes each word's list fewer times (a
+    /// load of 100,000 notes took 7.7 s to write instead of 11.9); `tidy` merges them
+    /// when the index is idle.
+    static let automerge = 16
 
     /// What every connection to an index file sets: the index is derived data, so a
     /// commit need not wait for the disk (a crash keeps the file whole, and at worst
@@ -67,7 +76,9 @@ public enum SearchIndexFile {
                     UNIQUE (owner, zone, record_name)
                 );
                 CREATE VIRTUAL TABLE docs_index USING fts5(
-                    title_words, words, tokenize = 'unicode61 remove_diacritics 0', content = 'docs', content_rowid = 'id');
+                    title_words, words, tokenize = 'unicode61 remove_diacritics 0', content = 'docs', content_rowid = 'id',
+                    prefix = '\(indexedPrefixes.map(String.init).joined(separator: " "))');
+                INSERT INTO docs_index (docs_index, rank) VALUES ('automerge', \(automerge));
                 CREATE TRIGGER docs_insert AFTER INSERT ON docs BEGIN
                     INSERT INTO docs_index (rowid, title_words, words) VALUES (NEW.id, NEW.title_words, NEW.words);
                 END;
@@ -151,23 +162,26 @@ public enum SearchIndexFile {
     }
 
     /// An FTS5 expression: each clause's terms joined by OR, the clauses by `joinedBy`;
-    /// nil for no clauses. A search inside words becomes the words that start with the
-    /// letters or hold them (`SearchRules.mostInfixWords` of those, from the vocabulary).
-    public static func match(_ db: Database, _ clauses: [SearchQuery.Clause], joinedBy separator: String) throws -> String? {
+    /// nil for no clauses. With `reach` `.all`, a search inside words becomes the words
+    /// that start with the letters or hold them (`SearchRules.mostInfixWords` of those,
+    /// from the vocabulary); with `.wholeWords`, every term is its words as typed.
+    public static func match(_ db: Database, _ clauses: [SearchQuery.Clause], joinedBy separator: String, reach: SearchRules.Reach) throws -> String? {
         guard !clauses.isEmpty else { return nil }
         func quoted(_ word: String) -> String { "\"" + word.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
         return try clauses.map { clause in
             "("
                 + (try clause.alternatives.map { term in
                     let expression: String
-                    switch term.match {
-                    case .word(let word):
+                    switch (term.match, reach) {
+                    case (.word(let word), _), (.prefix(let word), .wholeWords), (.infix(let word), .wholeWords):
                         expression = quoted(word)
-                    case .prefix(let word):
+                    case (.phrase(let words), .wholeWords):
+                        expression = quoted(words.joined(separator: " "))
+                    case (.prefix(let word), .all):
                         expression = "(" + (try starting(db, word) ?? [quoted(word) + "*"]).joined(separator: " OR ") + ")"
-                    case .phrase(let words):
+                    case (.phrase(let words), .all):
                         expression = quoted(words.joined(separator: " ")) + "*"
-                    case .infix(let word):
+                    case (.infix(let word), .all):
                         let holding = try String.fetchAll(
                             db.cachedStatement(
                                 sql: "SELECT word FROM vocabulary WHERE id IN (SELECT rowid FROM vocabulary_index WHERE vocabulary_index MATCH ?) ORDER BY word LIMIT ?"),
@@ -181,17 +195,35 @@ public enum SearchIndexFile {
     }
 
     /// The words of the vocabulary that start with `prefix`, quoted for FTS5, when it
-    /// has three letters or more (the vocabulary holds every indexed word that long) and
-    /// there are one to `SearchRules.mostInfixWords` of them; nil otherwise (`prefix*`
-    /// then). FTS5 merges the lists of every word a `prefix*` names before it returns a
-    /// first match; named words it reads as far as it needs.
+    /// is longer than the index's own word starts (`indexedPrefixes`) and there are
+    /// at most `SearchRules.mostInfixWords` of them; nil otherwise (`prefix*` then).
+    /// FTS5 merges the lists of every word a `prefix*` names before it returns a first
+    /// match; named words it reads as far as it needs.
     static func starting(_ db: Database, _ prefix: String) throws -> [String]? {
-        guard prefix.unicodeScalars.count >= 3 else { return nil }
+        guard prefix.unicodeScalars.count > indexedPrefixes.upperBound else { return nil }
         let words = try String.fetchAll(
             db.cachedStatement(sql: "SELECT word FROM vocabulary WHERE word >= ? AND word < ? ORDER BY word LIMIT ?"),
             arguments: [prefix, prefix + "\u{10FFFF}", SearchRules.mostInfixWords + 1])
         guard !words.isEmpty, words.count <= SearchRules.mostInfixWords else { return nil }
         return words.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+    }
+
+    /// One step of merging the index's segments, about `pages` pages written: FTS5
+    /// adds a segment with every write and looks a word up in each (a search inside
+    /// words asks for hundreds of words), merging only when a level has several.
+    /// Returns whether more is left to merge.
+    public static func tidy(_ pool: DatabasePool, pages: Int = 256) throws -> Bool {
+        try write(pool) { db in
+            var merged = false
+            for table in ["docs_index", "vocabulary_index"] {
+                // A negative count merges across levels, as 'optimize' does, a step
+                // at a time; fewer than two changes means there was nothing to do.
+                let before = db.totalChangesCount
+                try db.execute(sql: "INSERT INTO \(table) (\(table), rank) VALUES ('merge', ?)", arguments: [-pages])
+                merged = merged || db.totalChangesCount - before >= 2
+            }
+            return merged
+        }
     }
 
     /// Whether `match` has at most `SearchRules.mostRanked` matches (ranking reads
@@ -237,120 +269,140 @@ public enum SearchIndexFile {
     }
 
     /// The page of `request`'s matches in `folder` that `source` shows the caller,
-    /// best first (one more than the page when another page follows): ranked by BM25
-    /// up to `SearchRules.mostRanked` matches (newest first on ties), past that the most
-    /// recently indexed first, which the index gives without reading the rest.
+    /// best first (one more than the page when another page follows), in the order
+    /// `SearchRules.Reach` gives: the notes holding the whole words, ranked by BM25 up to
+    /// `SearchRules.mostRanked` of them (newest first on ties), past that the most
+    /// recently indexed first; then the notes holding the terms only as word starts or
+    /// inside words, most recently indexed first.
     public static func matches(_ db: Database, _ request: SearchRules.Request, in folder: SearchFolder?, from source: Source, actor: String) throws -> [Match] {
-        var conditions = ["r.record_type = 'note'", source.visible]
-        var arguments: [any DatabaseValueConvertible] = source.arguments
+        var filter = Filter(source: source)
         let query = request.query
-        var wanted = try match(db, query.clauses.filter { !$0.excluded }, joinedBy: " AND ")
-        if let unwanted = try match(db, query.clauses.filter(\.excluded), joinedBy: " OR ") {
-            if let positive = wanted {
-                // In the index's own expression: FTS5 skips the excluded notes as it
-                // merges the lists, rather than a list of every excluded note being made.
-                wanted = "(\(positive)) NOT (\(unwanted))"
-            } else {
-                conditions.append("d.id NOT IN (SELECT rowid FROM docs_index WHERE docs_index MATCH ?)")
-                arguments.append(unwanted)
-            }
-        }
-        if let author = query.author {
-            conditions.append("r.modified_by = ?")
-            arguments.append(author)
-        }
-        if let since = query.modifiedSince {
-            conditions.append("r.modified_at >= ?")
-            arguments.append(since.timeIntervalSince1970)
-        }
-        if let before = query.modifiedBefore {
-            conditions.append("r.modified_at < ?")
-            arguments.append(before.timeIntervalSince1970)
-        }
+        let wanted = query.clauses.filter { !$0.excluded }
+        let unwanted = try match(db, query.clauses.filter(\.excluded), joinedBy: " OR ", reach: .all)
+        if let author = query.author { filter.add("r.modified_by = ?", author) }
+        if let since = query.modifiedSince { filter.add("r.modified_at >= ?", since.timeIntervalSince1970) }
+        if let before = query.modifiedBefore { filter.add("r.modified_at < ?", before.timeIntervalSince1970) }
         switch folder {
-        case nil:
-            break
-        case .owned:
-            conditions.append("r.owner = ?")
-            arguments.append(actor)
-        case .shared:
-            conditions.append("r.owner != ?")
-            arguments.append(actor)
-        case .owner(let owner):
-            conditions.append("r.owner = ?")
-            arguments.append(owner)
-        case .zone(let zone):
-            conditions.append("r.owner = ? AND r.zone = ?")
-            arguments.append(contentsOf: [zone.owner, zone.name])
+        case nil: break
+        case .owned: filter.add("r.owner = ?", actor)
+        case .shared: filter.add("r.owner != ?", actor)
+        case .owner(let owner): filter.add("r.owner = ?", owner)
+        case .zone(let zone): filter.add("r.owner = ? AND r.zone = ?", zone.owner, zone.name)
         case .records(let zone, let names):
-            conditions.append("r.owner = ? AND r.zone = ? AND r.record_name IN (SELECT value FROM json_each(?))")
-            arguments.append(contentsOf: [zone.owner, zone.name, String(decoding: try JSONEncoder().encode(names), as: UTF8.self)])
+            filter.add(
+                "r.owner = ? AND r.zone = ? AND r.record_name IN (SELECT value FROM json_each(?))", zone.owner, zone.name,
+                String(decoding: try JSONEncoder().encode(names), as: UTF8.self))
         }
-        let columns = "d.id, d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by"
-        let joined = "JOIN \(source.records) r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name"
+        let enough = request.offset + request.fetched
         let rows: [Row]
-        if let wanted, try isRankable(db, wanted) {
-            // The index ranks its matches alone (BM25 in C, cheap), and only the best few
-            // are looked up in the source, more only when too few of them pass.
-            let enough = request.offset + request.fetched
-            var limit = max(64, enough * 4)
+        if let whole = try match(db, wanted, joinedBy: " AND ", reach: .wholeWords) {
+            // In the index's own expression: FTS5 skips the excluded notes as it merges
+            // the lists, rather than a list of every excluded note being made.
+            func without(_ expression: String) -> String { unwanted.map { "(\(expression)) NOT (\($0))" } ?? expression }
+            var found = try filter.leading(db, without(whole), enough, ranked: isRankable(db, without(whole)))
+            // The words that hold the letters are looked up only when the whole words
+            // did not fill the page.
+            if found.count < enough, SearchRules.reachesFurther(wanted), let all = try match(db, wanted, joinedBy: " AND ", reach: .all) {
+                found += try filter.leading(db, without("(\(all)) NOT (\(whole))"), enough - found.count, ranked: false)
+            }
+            rows = Array(found.dropFirst(request.offset).prefix(request.fetched))
+        } else {
+            if let unwanted { filter.add("d.id NOT IN (SELECT rowid FROM docs_index WHERE docs_index MATCH ?)", unwanted) }
+            rows = try filter.newest(db, offset: request.offset, limit: request.fetched)
+        }
+        return rows.map { row in
+            Match(zone: ZoneID(owner: row[1], name: row[2]), recordName: row[3], shareID: row[4], modifiedAt: row[5], modifiedBy: row[6])
+        }
+    }
+
+    /// The conditions a match must pass in the source, and the reads of matches
+    /// through them.
+    struct Filter {
+        var conditions: [String]
+        var arguments: [any DatabaseValueConvertible]
+        let joined: String
+        static let columns = "d.id, d.owner, d.zone, d.record_name, r.share_id, r.modified_at, r.modified_by"
+
+        init(source: Source) {
+            conditions = ["r.record_type = 'note'", source.visible]
+            arguments = source.arguments
+            joined = "JOIN \(source.records) r ON r.owner = d.owner AND r.zone = d.zone AND r.record_name = d.record_name"
+        }
+
+        mutating func add(_ condition: String, _ values: any DatabaseValueConvertible...) {
+            conditions.append(condition)
+            arguments.append(contentsOf: values)
+        }
+
+        /// The first `count` matches of `expression` that pass, best ranked first when
+        /// `ranked`, else most recently indexed first; fewer when there are no more.
+        func leading(_ db: Database, _ expression: String, _ count: Int, ranked: Bool) throws -> [Row] {
+            ranked ? try bestPassing(db, expression, count) : try newestPassing(db, expression, count)
+        }
+
+        /// The rows of these notes that pass, newest indexed first.
+        func passing(_ db: Database, _ ids: some Collection<Int64>) throws -> [Row] {
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.columns) FROM docs d \(joined)
+                    WHERE d.id IN (SELECT value FROM json_each(?)) AND \(conditions.joined(separator: " AND ")) ORDER BY d.id DESC
+                    """,
+                arguments: StatementArguments([String(decoding: try JSONEncoder().encode(Array(ids)), as: UTF8.self)] + arguments))
+        }
+
+        /// The index ranks its matches alone (BM25 in C, cheap), and only the best few
+        /// are looked up in the source, more only when too few of them pass.
+        func bestPassing(_ db: Database, _ expression: String, _ count: Int) throws -> [Row] {
+            var limit = max(64, count * 4)
             while true {
-                let candidates = try bestRanked(db, wanted, limit: limit)
+                let candidates = try bestRanked(db, expression, limit: limit)
                 var scores: [Int64: Double] = [:]
                 for candidate in candidates { scores[candidate.id] = candidate.score }
-                let passing = try Row.fetchAll(
-                    db,
-                    sql: "SELECT \(columns) FROM docs d \(joined) WHERE d.id IN (SELECT value FROM json_each(?)) AND \(conditions.joined(separator: " AND "))",
-                    arguments: StatementArguments([String(decoding: try JSONEncoder().encode(Array(scores.keys)), as: UTF8.self)] + arguments))
-                if passing.count >= enough || candidates.count < limit {
-                    let sorted = passing.sorted { left, right in
+                let found = try passing(db, scores.keys)
+                if found.count >= count || candidates.count < limit {
+                    let sorted = found.sorted { left, right in
                         let (a, b) = (scores[left[0]] ?? 0, scores[right[0]] ?? 0)
                         if a != b { return a < b }
                         let (x, y): (Double, Double) = (left[5], right[5])
                         if x != y { return x > y }
                         return (left[0] as Int64) < (right[0] as Int64)
                     }
-                    rows = Array(sorted.dropFirst(request.offset).prefix(request.fetched))
-                    break
+                    return Array(sorted.prefix(count))
                 }
                 limit *= 8
             }
-        } else if let wanted {
-            // Too many to rank: the most recently indexed first, read from the index
-            // newest first a run at a time (FTS5 walks its lists backwards), each run's
-            // notes checked in the source, until the page is full.
-            let enough = request.offset + request.fetched
-            var passing: [Row] = []
+        }
+
+        /// Read from the index newest first a run at a time (FTS5 walks its lists
+        /// backwards, without reading the rest), each run's notes checked in the source,
+        /// until `count` pass.
+        func newestPassing(_ db: Database, _ expression: String, _ count: Int) throws -> [Row] {
+            var found: [Row] = []
             var below = Int64.max
-            var run = max(64, enough * 2)
-            while passing.count < enough {
+            var run = max(64, count * 2)
+            while found.count < count {
                 let ids = try Int64.fetchAll(
                     db.cachedStatement(sql: "SELECT rowid FROM docs_index WHERE docs_index MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?"),
-                    arguments: [wanted, below, run])
+                    arguments: [expression, below, run])
                 guard let last = ids.last else { break }
-                passing += try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT \(columns) FROM docs d \(joined)
-                        WHERE d.id IN (SELECT value FROM json_each(?)) AND \(conditions.joined(separator: " AND ")) ORDER BY d.id DESC
-                        """,
-                    arguments: StatementArguments([String(decoding: try JSONEncoder().encode(ids), as: UTF8.self)] + arguments))
+                found += try passing(db, ids)
                 below = last
                 run = min(run * 4, 16_384)
             }
-            rows = Array(passing.dropFirst(request.offset).prefix(request.fetched))
-        } else {
-            rows = try Row.fetchAll(
+            return Array(found.prefix(count))
+        }
+
+        /// Without words to look up: the notes that pass, most recently changed first.
+        func newest(_ db: Database, offset: Int, limit: Int) throws -> [Row] {
+            try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT \(columns) FROM docs d \(joined)
+                    SELECT \(Self.columns) FROM docs d \(joined)
                     WHERE \(conditions.joined(separator: " AND "))
                     ORDER BY r.modified_at DESC, d.id
                     LIMIT ? OFFSET ?
-                    """, arguments: StatementArguments(arguments + [request.fetched, request.offset]))
-        }
-        return rows.map { row in
-            Match(zone: ZoneID(owner: row[1], name: row[2]), recordName: row[3], shareID: row[4], modifiedAt: row[5], modifiedBy: row[6])
+                    """, arguments: StatementArguments(arguments + [limit, offset]))
         }
     }
 }

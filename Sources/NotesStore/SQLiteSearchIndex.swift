@@ -219,6 +219,14 @@ final class SQLiteSearchIndex: SearchIndexStorage {
         }
     }
 
+    func tidy() async throws(NotesError) -> Bool {
+        do {
+            return try await Blocking.idle { try SearchIndexFile.tidy(self.pool) }
+        } catch {
+            throw Self.failure(error)
+        }
+    }
+
     /// The index owns what it reads and writes (the pools), so it never closes under
     /// its indexer.
     var isClosed: Bool { false }

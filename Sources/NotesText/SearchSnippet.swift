@@ -20,9 +20,30 @@ public enum SearchSnippet {
     public static let lead = 60
     public static let length = 200
 
+    /// The snippet of a note (`body`, its text as stored) for the terms a match holds.
+    /// The first match is looked for in the shown text of the note's first 2 KiB, then
+    /// 8, then `scannedBytes`: making the shown text is most of what a result costs, and
+    /// most first matches are near the start. The same snippet as from the whole.
+    public static func make(body: String, terms: [SearchQuery.Term]) -> [Part] {
+        var bytes = 2 << 10
+        while true {
+            let (text, isWhole) = SearchDocument.shownText(body, upTo: min(bytes, scannedBytes))
+            let (parts, isShort) = make(text, terms: terms, knownToEnd: isWhole || bytes >= scannedBytes)
+            if !isShort { return parts }
+            bytes *= 4
+        }
+    }
+
     /// The snippet of `text` (a note's text as `SearchDocument` keeps it) for the terms
     /// a match holds: their words are marked wherever they occur.
     public static func make(_ text: String, terms: [SearchQuery.Term]) -> [Part] {
+        make(text, terms: terms, knownToEnd: true).parts
+    }
+
+    /// The snippet, and whether it may be short of the whole text's: `text` is the start
+    /// of a longer one (not `knownToEnd`) and no match was found, or the snippet reaches
+    /// its end.
+    static func make(_ text: String, terms: [SearchQuery.Term], knownToEnd: Bool) -> (parts: [Part], isShort: Bool) {
         let (text, cut) = bounded(text)
         let forms = Set(terms.map(\.marked)).filter { !$0.isEmpty }
         let finder = Finder(text)
@@ -36,6 +57,7 @@ public enum SearchSnippet {
         var start = text.index(center, offsetBy: -lead, limitedBy: text.startIndex) ?? text.startIndex
         if start != text.startIndex, let space = text[start..<center].firstIndex(of: " ") { start = text.index(after: space) }
         let end = text.index(start, offsetBy: length, limitedBy: text.endIndex) ?? text.endIndex
+        if !knownToEnd && (first == nil || end == text.endIndex) { return ([], true) }
         let window = text[start..<end]
 
         var matches: [Range<String.Index>] = []
@@ -66,7 +88,7 @@ public enum SearchSnippet {
         }
         append(window[cursor..<window.endIndex], match: false)
         if end != text.endIndex || cut { append("…", match: false) }
-        return parts
+        return (parts, false)
     }
 
     /// Finds a term in a text without regard to case. For ASCII text and terms (most

@@ -14,53 +14,92 @@ public enum SearchWords {
     public static let mostBytes = 512 * 1024
 
     /// The words of `text` (in Unicode's NFKC form already), in order.
+    ///
+    /// Read as UTF-8 bytes: ASCII (most of most notes) is judged and lowercased a byte
+    /// at a time, and only other characters are decoded and looked up in Unicode's
+    /// tables; building words a scalar at a time cost most of indexing's time.
     public static func tokens(_ text: String) -> [String] {
         var tokens: [String] = []
-        var word = String.UnicodeScalarView()
-        var length = 0
-        var onlyASCII = true
-        func flush() {
-            if !word.isEmpty && length <= longestWord { tokens.append(onlyASCII ? String(word) : String(word).lowercased()) }
-            word = String.UnicodeScalarView()
-            length = 0
-            onlyASCII = true
-        }
-        for scalar in text.unicodeScalars {
-            switch Kind(scalar) {
-            case .letter:
-                // ASCII is lowercased here; other letters by the standard library at the end.
-                if scalar.value >= 0x41 && scalar.value <= 0x5A {
-                    word.append(Unicode.Scalar(scalar.value + 0x20)!)
-                } else {
-                    word.append(scalar)
-                    if scalar.value >= 0x80 { onlyASCII = false }
+        var text = text
+        text.withUTF8 { bytes in
+            var word: [UInt8] = []
+            word.reserveCapacity(4 * longestWord)
+            var length = 0
+            var onlyASCII = true
+            func flush() {
+                if !word.isEmpty && length <= longestWord {
+                    let made = String(decoding: word, as: UTF8.self)
+                    tokens.append(onlyASCII ? made : made.lowercased())
                 }
-                length += 1
-            case .ideograph:
-                flush()
-                tokens.append(String(scalar))
-            case .other:
-                flush()
+                word.removeAll(keepingCapacity: true)
+                length = 0
+                onlyASCII = true
             }
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte < 0x80 {
+                    switch byte {
+                    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                        word.append(byte)
+                        length += 1
+                    case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                        // ASCII is lowercased here; other letters by the standard library at the end.
+                        word.append(byte + 0x20)
+                        length += 1
+                    default:
+                        flush()
+                    }
+                    index += 1
+                    continue
+                }
+                let (scalar, size) = UTF8Scalar.decode(bytes, at: index)
+                switch Kind(scalar) {
+                case .letter:
+                    word.append(contentsOf: bytes[index..<index + size])
+                    onlyASCII = false
+                    length += 1
+                case .ideograph:
+                    flush()
+                    tokens.append(String(decoding: bytes[index..<index + size], as: UTF8.self))
+                case .other:
+                    flush()
+                }
+                index += size
+            }
+            flush()
         }
-        flush()
         return tokens
     }
 
     /// White space collapsed to single spaces, as results show text.
     public static func collapsed(_ text: String) -> String {
-        var out = String.UnicodeScalarView()
-        var space = false
-        for scalar in text.unicodeScalars {
-            if scalar.value <= 0x20 || (scalar.value >= 0x80 && scalar.properties.isWhitespace) {
-                space = !out.isEmpty
-                continue
+        var text = text
+        return text.withUTF8 { bytes in
+            var out: [UInt8] = []
+            out.reserveCapacity(bytes.count)
+            var space = false
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                var size = 1
+                var isSpace = byte <= 0x20
+                if byte >= 0x80 {
+                    let scalar: Unicode.Scalar
+                    (scalar, size) = UTF8Scalar.decode(bytes, at: index)
+                    isSpace = scalar.properties.isWhitespace
+                }
+                if isSpace {
+                    space = !out.isEmpty
+                } else {
+                    if space { out.append(ASCII.space) }
+                    space = false
+                    out.append(contentsOf: bytes[index..<index + size])
+                }
+                index += size
             }
-            if space { out.append(" ") }
-            space = false
-            out.append(scalar)
+            return String(decoding: out, as: UTF8.self)
         }
-        return String(out)
     }
 
     /// Whether `word` is one Han, Hiragana or Katakana character.
@@ -122,7 +161,10 @@ public struct SearchDocument: Sendable, Equatable {
         }
         titleWords = titleTokens.joined(separator: " ")
         words = tokens.joined(separator: " ")
-        vocabulary = Array(Set((titleTokens + tokens).filter { $0.unicodeScalars.count >= 3 && !SearchWords.isIdeograph($0) })).sorted()
+        // In byte order: the same every time, without `String`'s Unicode comparison.
+        vocabulary = Array(Set((titleTokens + tokens).filter { $0.unicodeScalars.count >= 3 && !SearchWords.isIdeograph($0) })).sorted {
+            $0.utf8.lexicographicallyPrecedes($1.utf8)
+        }
     }
 
     /// A note's title as search shows and indexes it: its first heading, else its name
@@ -134,10 +176,32 @@ public struct SearchDocument: Sendable, Equatable {
     /// The text a result's snippet is cut from: the indexed text of the note's first
     /// `SearchSnippet.scannedBytes` (cut at a line's end), white space collapsed.
     public static func shownText(_ body: String) -> String {
+        shownText(body, upTo: SearchSnippet.scannedBytes).text
+    }
+
+    /// The shown text of the note's first `bytes` (cut at a line's end), and whether
+    /// that is the whole note. A prefix cut at a line's end gives the start of the
+    /// whole note's shown text: Markdown is read a line at a time, front to back.
+    static func shownText(_ body: String, upTo bytes: Int) -> (text: String, isWhole: Bool) {
         let utf8 = body.utf8
-        guard utf8.count > SearchSnippet.scannedBytes else { return SearchWords.collapsed(SearchText.indexed(body)) }
-        var end = utf8.index(utf8.startIndex, offsetBy: SearchSnippet.scannedBytes)
+        guard utf8.count > bytes else { return (SearchWords.collapsed(SearchText.indexed(body)), true) }
+        var end = utf8.index(utf8.startIndex, offsetBy: bytes)
         while end > utf8.startIndex && utf8[end] != UInt8(ascii: "\n") { end = utf8.index(before: end) }
-        return SearchWords.collapsed(SearchText.indexed(String(body[..<end])))
+        return (SearchWords.collapsed(SearchText.indexed(String(body[..<end]))), false)
+    }
+}
+
+/// One character of valid UTF-8 (a `String`'s bytes), decoded without the standard
+/// library's general decoder.
+enum UTF8Scalar {
+    /// The scalar whose first byte is at `index`, and its length in bytes.
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> (Unicode.Scalar, Int) {
+        let lead = UInt32(bytes[index])
+        let size = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
+        var value = size == 1 ? lead : lead & (0x7F >> UInt32(size))
+        for offset in 1..<size {
+            value = value << 6 | UInt32(bytes[index + offset] & 0x3F)
+        }
+        return (Unicode.Scalar(value) ?? "\u{FFFD}", size)
     }
 }

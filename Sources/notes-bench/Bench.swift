@@ -66,6 +66,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Notes of 1 MiB beside the small ones (with --search).")
     var largeNotes = 4
 
+    @Flag(help: "With --search and --dir: time the queries over the notes a run before left in --dir, without loading them again.")
+    var reuse = false
+
     func run() async throws {
         let folder = dir ?? "/tmp/notes-bench-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -74,7 +77,7 @@ struct Bench: AsyncParsableCommand {
         let daemonPath = notesd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notesd").path
         if search {
             try await SearchBench(
-                notes: records, largeNotes: largeNotes, singles: singles, daemonPath: daemonPath, folder: folder,
+                notes: records, largeNotes: largeNotes, singles: singles, daemonPath: daemonPath, folder: folder, reuse: reuse && dir != nil,
                 databaseArguments: database.map { ["--database", $0] } ?? [], secondDatabaseArguments: database.map { ["--database", $0] } ?? []
             ).run()
             return

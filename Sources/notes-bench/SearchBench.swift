@@ -19,6 +19,8 @@ struct SearchBench {
     let singles: Int
     let daemonPath: String
     let folder: String
+    /// Whether the notes are in `folder` already, loaded and indexed by an earlier run.
+    let reuse: Bool
     /// notesd's database options (`--database URL`), empty for SQLite.
     let databaseArguments: [String]
     let secondDatabaseArguments: [String]
@@ -114,7 +116,7 @@ struct SearchBench {
         var withIndex = 0.0
         var without = 0.0
         let body = bodies[1]
-        for round in 0..<4 {
+        for round in 0..<(reuse ? 0 : 4) {
             for (target, isIndexed) in [(client, true), (plainClient, false)] {
                 let seconds = try await measureAsync {
                     for index in 0..<(singles / 4) {
@@ -130,15 +132,17 @@ struct SearchBench {
                 if isIndexed { withIndex += seconds } else { without += seconds }
             }
         }
-        print(
-            String(
-                format: "single saves, 1 client: %.0f/s with the index, %.0f/s without: %.2f (aim ≥ 0.90)", Double(singles) / withIndex, Double(singles) / without,
-                without / withIndex))
+        if !reuse {
+            print(
+                String(
+                    format: "single saves, 1 client: %.0f/s with the index, %.0f/s without: %.2f (aim ≥ 0.90)", Double(singles) / withIndex, Double(singles) / without,
+                    without / withIndex))
+        }
 
         let start = ContinuousClock.now
         var batch: [RecordSave] = []
         var batchBytes = 0
-        for save in saves {
+        for save in saves where !reuse {
             batch.append(save)
             batchBytes += save.body?.utf8.count ?? 0
             if batch.count == Limits.maxBatchItems || batchBytes > 8 << 20 {
@@ -147,7 +151,7 @@ struct SearchBench {
                 batchBytes = 0
             }
         }
-        if !batch.isEmpty { _ = try await client.modify(ModifyRequest(zone: zone, saves: batch)) }
+        if !batch.isEmpty, !reuse { _ = try await client.modify(ModifyRequest(zone: zone, saves: batch)) }
         let loaded = (ContinuousClock.now - start).seconds
         while try await !client.search("zzzz").complete {}
         let indexed = (ContinuousClock.now - start).seconds
@@ -196,7 +200,7 @@ struct SearchBench {
         try FileManager.default.createDirectory(atPath: replicaFolder, withIntermediateDirectories: true)
         let replica = try Replica(path: ReplicaLocation.path(in: replicaFolder, account: account))
         let now = Date()
-        for first in stride(from: 0, to: bodies.count, by: 1_000) {
+        for first in stride(from: 0, to: reuse ? 0 : bodies.count, by: 1_000) {
             let records = (first..<min(bodies.count, first + 1_000)).map { index in
                 Record(
                     recordName: "n\(index)", zone: zone, recordType: .note, name: "n\(index).md", parent: nil, body: bodies[index], bytes: nil,
@@ -221,6 +225,7 @@ struct SearchBench {
             try local.search(try SearchRules.Request(API.Search(query: query, limit: 20)), in: nil, account: account).count
         }
         local.close()
+        guard !reuse else { return }
 
         // grep -rl over the same notes as files on tmpfs, for reference.
         let tree = "/dev/shm/notes-bench-grep-\(getpid())"

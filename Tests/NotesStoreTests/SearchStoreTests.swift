@@ -84,6 +84,36 @@ import Testing
     }
 
     @Test(arguments: backends)
+    func wholeWordsComeFirstAndPagesJoinUp(_ backend: Backend) async throws {
+        // Given notes holding "plan" as a word, and later ones holding it only at the
+        // start of a word or inside one
+        let f = try await Fixture(backend)
+        try await f.note("a", "a.md", body: "the plan for spring")
+        try await f.note("b", "b.md", body: "plan, plan and plan again: the plan")
+        try await f.note("c", "c.md", body: "planning ahead")
+        try await f.note("d", "d.md", body: "an explanation")
+        // When alice searches for it
+        let all = try await Self.paths(f, "plan")
+        // Then the whole words come first, the rest after them,
+        #expect(Set(all.prefix(2)) == ["private/a.md", "private/b.md"])
+        #expect(Set(all.suffix(2)) == ["private/c.md", "private/d.md"])
+        // and page by page, one result a page, she sees the same ones once each in the
+        // same order, across the turn from one kind to the other
+        var paged: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try await Self.search(f, API.Search(query: "plan", limit: 1, cursor: cursor))
+            paged += page.results.map(\.path)
+            cursor = page.next
+        } while cursor != nil && paged.count < 10
+        #expect(paged == all)
+        // A word start, a phrase and an excluded word keep the same order.
+        #expect(Set(try await Self.paths(f, "plan*")) == ["private/a.md", "private/b.md", "private/c.md"])
+        #expect(try await Self.paths(f, "plan* -spring") == ["private/b.md", "private/c.md"])
+        #expect(Set(try await Self.paths(f, "\"the plan\"")) == ["private/a.md", "private/b.md"])
+    }
+
+    @Test(arguments: backends)
     func onlyWhatTheCallerMayReadIsFound(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         try await f.folder("work", "Work")

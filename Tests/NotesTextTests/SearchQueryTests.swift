@@ -157,4 +157,87 @@ import Testing
             #expect(ours == theirs, "\(term) in \(text)")
         }
     }
+
+    /// A snippet made from a note's first kilobytes, as results make them, is the one
+    /// made from the note's whole shown text: on generated notes of up to 48 KiB with
+    /// Markdown, code blocks and matches at any depth (or none).
+    @Test func snippetsFromTheStartAreTheSnippetsOfTheWhole() throws {
+        var state: UInt64 = 11
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let lines = ["plain words and more words", "# A heading", "- a **bold** item", "```", "let code = 1", "> quoted", "", "a [link](https://x.org) here"]
+        let queries = ["needle", "needle haystack", "\"red needle\"", "edl", "nee*", "-other needle"]
+        for round in 0..<300 {
+            var body = ""
+            let size = [500, 3_000, 9_000, 48_000][round % 4]
+            while body.utf8.count < size {
+                switch next(40) {
+                case 0: body += "the red needle is here\n"
+                case 1: body += "haystack\n"
+                default: body += lines[next(lines.count)] + "\n"
+                }
+            }
+            let terms = try SearchQuery(parsing: queries[round % queries.count]).wanted
+            #expect(SearchSnippet.make(body: body, terms: terms) == SearchSnippet.make(SearchDocument.shownText(body), terms: terms), "round \(round)")
+        }
+    }
+
+    /// Words and collapsed white space, made from UTF-8 bytes, are what a plain reading
+    /// of the text's scalars by the rules gives, on generated text of every kind.
+    @Test func wordsFromBytesAreWordsFromScalars() {
+        var state: UInt64 = 5
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let pieces = Array("aZ9 \t\n.-_ÄößÉ京東あカ한глаз\u{0301}\u{00A0}\u{2003}\u{3000}\u{1F600}€½\u{7F}")
+        func reference(_ text: String) -> [String] {
+            var tokens: [String] = []
+            var word = ""
+            var length = 0
+            func flush() {
+                if !word.isEmpty && length <= SearchWords.longestWord { tokens.append(word.lowercased()) }
+                word = ""
+                length = 0
+            }
+            for scalar in text.unicodeScalars {
+                let properties = scalar.properties
+                if SearchWords.isIdeograph(String(scalar)) {
+                    flush()
+                    tokens.append(String(scalar))
+                } else if scalar.isASCII
+                    ? (scalar.value >= 0x30 && scalar.value <= 0x39) || properties.isAlphabetic
+                    : properties.isAlphabetic || properties.numericType != nil || properties.generalCategory == .nonspacingMark
+                        || properties.generalCategory == .spacingMark
+                {
+                    word.unicodeScalars.append(scalar)
+                    length += 1
+                } else {
+                    flush()
+                }
+            }
+            flush()
+            return tokens
+        }
+        for _ in 0..<2_000 {
+            let text = String((0..<next(80)).map { _ in pieces[next(pieces.count)] })
+            #expect(SearchWords.tokens(text) == reference(text), "\(text.debugDescription)")
+            var collapsed = ""
+            var space = false
+            for scalar in text.unicodeScalars {
+                if scalar.value <= 0x20 || scalar.properties.isWhitespace {
+                    space = !collapsed.isEmpty
+                    continue
+                }
+                if space { collapsed += " " }
+                space = false
+                collapsed.unicodeScalars.append(scalar)
+            }
+            #expect(SearchWords.collapsed(text) == collapsed, "\(text.debugDescription)")
+        }
+        let long = String(repeating: "x", count: SearchWords.longestWord + 1)
+        #expect(SearchWords.tokens("a \(long) b") == ["a", "b"])
+    }
 }

@@ -68,6 +68,7 @@ let package = Package(
             dependencies: [
                 "NotesModel", "NotesWork", "NotesText",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),

@@ -148,9 +148,9 @@ public final class ReplicaSearch: Sendable {
                 let shares = try Self.shares(db)
                 return try matches.map { match in
                     let note = try Row.fetchOne(
-                        db.cachedStatement(sql: "SELECT name, substr(content, 1, ?) FROM replica.records WHERE owner = ? AND zone = ? AND record_name = ?"),
-                        arguments: [SearchSnippet.scannedBytes, match.zone.owner, match.zone.name, match.recordName])
-                    let body = (note?[1] as Data?).map { String(decoding: $0, as: UTF8.self) } ?? ""
+                        db.cachedStatement(sql: "SELECT name, rowid FROM replica.records WHERE owner = ? AND zone = ? AND record_name = ?"),
+                        arguments: [match.zone.owner, match.zone.name, match.recordName])
+                    let body = note.flatMap { SearchIndexFile.leadingText(db, "replica", "records", "content", rowid: $0[1], count: SearchSnippet.scannedBytes) } ?? ""
                     let shown = SearchRules.shown(name: note?[0] ?? match.recordName, body: body, request.query)
                     let share = match.zone.owner == account ? nil : match.shareID.flatMap { shares[$0] }
                     let names = try Self.names(db, of: match.recordName, in: match.zone, upTo: share?.rootRecordName)

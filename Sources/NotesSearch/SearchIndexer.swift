@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import Metrics
 public import NotesModel
 public import NotesText
 import NotesWork
@@ -76,6 +77,10 @@ public final class SearchIndexer: Sendable {
     private let storage: any SearchIndexStorage
     private let logger: Logger
     private let state = Mutex(State())
+    /// For `GET /metrics`: runs under way (taking notes in, or merging the index once
+    /// they are in; 0 when the index is idle), and notes taken in.
+    private let working = Meter(label: "notes_search_indexer_working")
+    private let takenIn = Counter(label: "notes_search_notes_taken_in_total")
 
     private struct State {
         var running = false
@@ -117,7 +122,11 @@ public final class SearchIndexer: Sendable {
         }
         early?.resume()
         guard start else { return }
-        Task.detached { await self.drain(gathering: !now) }
+        working.increment()
+        Task.detached {
+            await self.drain(gathering: !now)
+            self.working.decrement()
+        }
     }
 
     /// Waits out `gathering`, unless a search wakes the run first.
@@ -191,6 +200,7 @@ public final class SearchIndexer: Sendable {
                 making = Task { try await Self.documents(of: next, urgent: urgent) }
             }
             try await storage.takeIn(part, documents, urgent: urgent)
+            takenIn.increment(by: part.count)
         }
         let listeners = state.withLock { state in
             defer { state.listeners.removeAll() }
@@ -223,7 +233,9 @@ public final class SearchIndexer: Sendable {
     /// notes are left after each batch (`notesd reindex`).
     public func catchUp(progress: (Int) -> Void) async throws(NotesError) {
         state.withLock { $0.catchingUp = true }
+        working.increment()
         defer {
+            working.decrement()
             state.withLock { $0.catchingUp = false }
             // A run follows, for what was written meanwhile and to tidy the index.
             wake()
@@ -244,6 +256,10 @@ public final class SearchIndexer: Sendable {
             throw error as? NotesError ?? NotesError(.internalError, "The search index could not be built: \(error).")
         }
     }
+
+    /// Whether no run is under way: every note written so far is in, and the index is
+    /// merged (`SearchIndexStorage.tidy`).
+    public var isIdle: Bool { state.withLock { !$0.running && !$0.catchingUp } }
 
     /// How many notes wait to be taken in.
     public func waitingCount() async throws(NotesError) -> Int {

@@ -78,9 +78,16 @@ private struct SearchPage {
             let (zone, recordName, shareID) = (match.zone, match.recordName, match.shareID)
             // Only the start of a note is shown (`SearchSnippet.scannedBytes`).
             let note = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT name, substr(\(StoredRecord.bodyValue("records")), 1, ?) FROM store.records WHERE owner = ? AND zone = ? AND record_name = ?"),
-                arguments: [SearchSnippet.scannedBytes, zone.owner, zone.name, recordName])
-            let shown = SearchRules.shown(name: note?[0] ?? recordName, body: StoredRecord.text(note?[1]) ?? "", query)
+                db.cachedStatement(sql: "SELECT name, rowid, content_id FROM store.records WHERE owner = ? AND zone = ? AND record_name = ?"),
+                arguments: [zone.owner, zone.name, recordName])
+            let body = note.flatMap { note -> String? in
+                // The text is in the row, or in `contents` when written apart.
+                if let content = note[2] as Int64? {
+                    return SearchIndexFile.leadingText(db, "store", "contents", "body", rowid: content, count: SearchSnippet.scannedBytes)
+                }
+                return SearchIndexFile.leadingText(db, "store", "records", "body", rowid: note[1], count: SearchSnippet.scannedBytes)
+            }
+            let shown = SearchRules.shown(name: note?[0] ?? recordName, body: body ?? "", query)
             let zoneWide = shareID.map { readable[$0] == .some(nil) } ?? false
             let root = zone.owner == actor ? nil : shareID.flatMap { readable[$0] ?? nil }
             return API.SearchHit(

@@ -161,10 +161,9 @@ public struct SearchDocument: Sendable, Equatable {
         }
         titleWords = titleTokens.joined(separator: " ")
         words = tokens.joined(separator: " ")
-        // In byte order: the same every time, without `String`'s Unicode comparison.
-        vocabulary = Array(Set((titleTokens + tokens).filter { $0.unicodeScalars.count >= 3 && !SearchWords.isIdeograph($0) })).sorted {
-            $0.utf8.lexicographicallyPrecedes($1.utf8)
-        }
+        // In the order first used: the same every time, without sorting.
+        var seen = Set<String>()
+        vocabulary = (titleTokens + tokens).filter { $0.unicodeScalars.count >= 3 && !SearchWords.isIdeograph($0) && seen.insert($0).inserted }
     }
 
     /// A note's title as search shows and indexes it: its first heading, else its name

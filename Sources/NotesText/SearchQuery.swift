@@ -4,7 +4,8 @@ public import Foundation
 ///
 /// Words match inside words too (`lann` finds "planning"); `"two words"` is a phrase
 /// (a quoted single word matches that word only); `plan*` matches words that start with
-/// "plan"; a word of two letters matches the starts of words; `-word` excludes; `a OR b` takes either (OR binds tighter than
+/// "plan"; a word of two letters matches the starts of words; `-word` excludes the word
+/// (`-word*` the words starting with it); `a OR b` takes either (OR binds tighter than
 /// the words around it: `budget draft OR final` is budget and either of the two).
 /// Filters: `in:FOLDER` (a mount path such as `private/projects`), `title:WORD`,
 /// `by:ACCOUNT` (who changed the note last), `modified:>2026-11-01` (also `>=`, `<`,
@@ -98,6 +99,12 @@ public struct SearchQuery: Sendable, Equatable {
     }
 
     private mutating func add(_ term: Term, excluded: Bool, joining: Bool) throws(Problem) {
+        var term = term
+        // An excluded word excludes the word itself (`-draft*` the words that start
+        // with it), not every word holding its letters: "-plan" keeping out notes that
+        // say "explanation" would surprise, and each note would be tested against the
+        // hundreds of words holding them.
+        if excluded, case .infix(let word) = term.match { term.match = .word(word) }
         if joining {
             guard !excluded else { throw Problem("OR cannot join an excluded word: write `-a -b` to exclude both.") }
             clauses[clauses.count - 1].alternatives.append(term)

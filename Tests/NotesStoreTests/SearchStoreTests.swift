@@ -111,6 +111,9 @@ import Testing
         #expect(Set(try await Self.paths(f, "plan*")) == ["private/a.md", "private/b.md", "private/c.md"])
         #expect(try await Self.paths(f, "plan* -spring") == ["private/b.md", "private/c.md"])
         #expect(Set(try await Self.paths(f, "\"the plan\"")) == ["private/a.md", "private/b.md"])
+        // An excluded word is the word itself, or with `*` the words it starts.
+        #expect(Set(try await Self.paths(f, "plan -planning")) == ["private/a.md", "private/b.md", "private/d.md"])
+        #expect(try await Self.paths(f, "plan -plan*") == ["private/d.md"])
     }
 
     @Test(arguments: backends)

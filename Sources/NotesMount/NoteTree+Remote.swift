@@ -12,6 +12,25 @@ extension NoteTree {
         state.withLock { $0.localSerial }
     }
 
+    /// Marks the notes whose rows the replica is about to replace with `records` (the
+    /// server's newer versions) as read in an older version, before the replica takes
+    /// them: a save made between the replica taking a version and `applyRemote` showing
+    /// it must be based on the version its writer read, not keep the row's tag, which is
+    /// the newer one by then (`sed -i` renaming its file over the note in that moment had
+    /// notesd take its save over the other side's line). Rows with local changes, and our
+    /// own uploads coming back, are left alone, as the replica leaves them.
+    public func willApplyRemote(_ zone: ZoneID, records: [Record]) {
+        guard let replaced = try? replica.replacing(zone, records), !replaced.isEmpty else { return }
+        state.withLock { state in
+            for name in replaced {
+                guard let inode = state.index[RecordKey(zone: zone, recordName: name)], var node = state.nodes[inode], !node.isDirectory, node.seenTag != nil
+                else { continue }
+                node.seenIsOutdated = true
+                state.nodes[inode] = node
+            }
+        }
+    }
+
     /// Shows what the replica took from a page of the server's changes. Records changed
     /// here after `mark` (a rename or save made while the page was applied) are shown
     /// as the replica holds them now, not as the page left them: otherwise a note

@@ -131,9 +131,9 @@ extension SyncEngine {
     /// newer versions while they still had local changes.
     func refresh(_ keys: [RecordKey]) async {
         for (zone, names) in Dictionary(grouping: keys, by: \.zone) {
-            guard let records = try? await client.records(names.map(\.recordName), in: zone),
-                let rows = try? replica.refresh(records, in: zone), !rows.isEmpty
-            else { continue }
+            guard let records = try? await client.records(names.map(\.recordName), in: zone) else { continue }
+            tree.willApplyRemote(zone, records: records)
+            guard let rows = try? replica.refresh(records, in: zone), !rows.isEmpty else { continue }
             show(rows)
         }
     }

@@ -550,6 +550,7 @@ public final class SyncEngine: Sendable {
                 : page.deleted.map { name in
                     EventLog.Event(change: "deleted", zone: zone, recordName: name, path: tree.path(of: RecordKey(zone: zone, recordName: name)))
                 }
+            tree.willApplyRemote(zone, records: page.records)
             let effects = try replica.applyRemote(zone, records: page.records, deleted: page.deleted, token: page.changeToken, scope: scope)
             tree.applyRemote(effects, after: mark)
             if let events, !fromScratch {

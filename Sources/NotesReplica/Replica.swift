@@ -479,6 +479,22 @@ public final class Replica: Sendable {
 
     // MARK: Remote changes
 
+    /// The names of `records` that `applyRemote` would write over now: clean rows whose
+    /// tag differs (a row with local changes keeps them; our own upload coming back
+    /// changes nothing).
+    public func replacing(_ zone: ZoneID, _ records: [NotesModel.Record]) throws(ReplicaError) -> Set<String> {
+        try read("read the rows a page of changes replaces") { db in
+            var names: Set<String> = []
+            for record in records {
+                let local = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT dirty, change_tag FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
+                    arguments: [zone.owner, zone.name, record.recordName])
+                if let local, (local[0] as Int64) == 0, (local[1] as String?) != record.changeTag { names.insert(record.recordName) }
+            }
+            return names
+        }
+    }
+
     /// Applies a page of the server's changes to a zone. Rows with local changes keep
     /// them (their upload settles the difference); a record the server deleted while it
     /// was edited here is kept and will be created again.

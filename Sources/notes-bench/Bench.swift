@@ -69,6 +69,9 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "With --search and --dir: time the queries over the notes a run before left in --dir, without loading them again.")
     var reuse = false
 
+    @Flag(help: "With --search: time grep -rl through a notes mount too (needs FUSE and the notes binary next to notesd).")
+    var mountGrep = false
+
     func run() async throws {
         let folder = dir ?? "/tmp/notes-bench-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -78,7 +81,8 @@ struct Bench: AsyncParsableCommand {
         if search {
             try await SearchBench(
                 notes: records, largeNotes: largeNotes, singles: singles, daemonPath: daemonPath, folder: folder, reuse: reuse && dir != nil,
-                databaseArguments: database.map { ["--database", $0] } ?? [], secondDatabaseArguments: database.map { ["--database", $0] } ?? []
+                databaseArguments: database.map { ["--database", $0] } ?? [], secondDatabaseArguments: database.map { ["--database", $0] } ?? [],
+                mountGrep: mountGrep
             ).run()
             return
         }

@@ -24,6 +24,9 @@ struct SearchBench {
     /// notesd's database options (`--database URL`), empty for SQLite.
     let databaseArguments: [String]
     let secondDatabaseArguments: [String]
+    /// Whether `grep -rl` is timed on a `notes mount` too (the mount first fetches every
+    /// note: a minute or more).
+    var mountGrep = false
 
     /// A seeded generator, so that every run measures the same corpus.
     struct Generator {
@@ -250,6 +253,36 @@ struct SearchBench {
         print(
             String(format: "grep -rl %@ over the same notes on tmpfs (warm, median of 3): %.0f ms; a middling word through notesd: p50 %.1f ms", word, grepSeconds * 1000, middling)
         )
+        if mountGrep {
+            try await grepOnMount(word, daemon: daemon, last: "n\(bodies.count - 1).md")
+        }
+    }
+
+    /// `grep -rl` over the same notes through a `notes mount` of notesd's account (the
+    /// bench's), once the mount shows the last note; warm (a run before the one timed).
+    func grepOnMount(_ word: String, daemon: DaemonUnderTest, last: String) async throws {
+        let mountpoint = "\(folder)/mount"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let mount = Process()
+        mount.executableURL = URL(fileURLWithPath: daemonPath).deletingLastPathComponent().appendingPathComponent("notes")
+        mount.arguments = ["mount", mountpoint, "--foreground", "--cache-dir", "\(folder)/mount-cache", "--socket", daemon.socket, "--log-level", "warning"]
+        try mount.run()
+        defer {
+            mount.terminate()
+            mount.waitUntilExit()
+        }
+        let start = ContinuousClock.now
+        while !FileManager.default.fileExists(atPath: "\(mountpoint)/private/\(last)") {
+            guard mount.isRunning, ContinuousClock.now - start < .seconds(1_200) else {
+                print("the mount did not show every note; grep -rl on it not measured")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let shown = (ContinuousClock.now - start).seconds
+        _ = try grep(word, "\(mountpoint)/private")
+        let seconds = try grep(word, "\(mountpoint)/private")
+        print(String(format: "grep -rl %@ over the same notes through a notes mount (warm; the mount showed them all %.0f s after it started): %.1f s", word, shown, seconds))
     }
 
     /// Whether notesd's search indexer is taking notes in or merging its index, from

@@ -151,6 +151,58 @@ import Testing
         #expect(queued.dirty > 0 && queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"), dirty \(queued.dirty)")
     }
 
+    /// Found by the soak (beside a full suite): a fetch writes the other side's version
+    /// to the replica first and shows it in the tree after; `sed -i` renamed its file over
+    /// the note in between, so the tree did not yet know its reader's version was old,
+    /// the save kept the row's tag (the newer one) and notesd took it over the other
+    /// side's line. A save must be based on the version its writer read, whatever the
+    /// replica took meanwhile.
+    @Test func aSaveBetweenTheReplicaTakingANewerVersionAndTheTreeShowingItIsBasedOnTheOlder() throws {
+        // Given a note at version 5, opened and read by `sed -i`
+        try page([record("three", .note, parent: nil, seq: 5)], token: "t5")
+        let top = try tree.lookup(parent: 2, name: zone.name).inode
+        let note = try tree.lookup(parent: top, name: "three.md").inode
+        let reader = try tree.open(note, mode: OpenMode(flags: O_RDONLY))
+        _ = try tree.read(note, handle: reader, offset: 0, size: 4096)
+        // When version 7 is in the replica (as a fetch writes it: the tree told first)
+        // but not yet shown in the tree
+        var newer = record("three", .note, parent: nil, seq: 7)
+        newer.body = "the other side's line\nthree"
+        tree.willApplyRemote(zone, records: [newer])
+        let effects = try replica.applyRemote(zone, records: [newer], deleted: [], token: "t7", scope: .private)
+        // and sed writes its file and renames it over the note meanwhile
+        try sedSaves(over: note, in: top, reader: reader)
+        tree.applyRemote(effects)
+        replica.waitForQueuedWrites()
+
+        // Then the change queued for the note is based on version 5, the one sed read
+        let queued = try #require(try replica.load().records.first { $0.recordName == "three" })
+        #expect(queued.dirty > 0 && queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"), dirty \(queued.dirty)")
+    }
+
+    /// The same window for a note written in place (`>>`): the write is based on what
+    /// the tree last loaded, not on the version the replica took a moment before.
+    @Test func aWriteInPlaceBetweenTheReplicaTakingANewerVersionAndTheTreeShowingItIsBasedOnTheOlder() throws {
+        try page([record("three", .note, parent: nil, seq: 5)], token: "t5")
+        let top = try tree.lookup(parent: 2, name: zone.name).inode
+        let note = try tree.lookup(parent: top, name: "three.md").inode
+        let handle = try tree.open(note, mode: OpenMode(flags: O_RDWR))
+        _ = try tree.read(note, handle: handle, offset: 0, size: 4096)
+        var newer = record("three", .note, parent: nil, seq: 7)
+        newer.body = "the other side's line\nthree"
+        tree.willApplyRemote(zone, records: [newer])
+        let effects = try replica.applyRemote(zone, records: [newer], deleted: [], token: "t7", scope: .private)
+        _ = try Array("\nmine".utf8).withUnsafeBytes { try tree.write(note, handle: handle, offset: 5, bytes: $0) }
+        try tree.flush(note, handle: handle)
+        tree.release(note, handle: handle)
+        replica.waitForQueuedWrites()
+        tree.applyRemote(effects)
+        replica.waitForQueuedWrites()
+
+        let queued = try #require(try replica.load().records.first { $0.recordName == "three" })
+        #expect(queued.dirty > 0 && queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"), dirty \(queued.dirty)")
+    }
+
     /// A kernel whose page-cache invalidation takes as long as the test wants: what a
     /// process reads meanwhile comes from the pages of the older version.
     final class SlowKernel: KernelCache {

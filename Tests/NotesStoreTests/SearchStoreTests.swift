@@ -31,6 +31,7 @@ import Testing
         ("chinese.md", "# 计划\n\n我们下周在北京开会，讨论预算。\n"),
         ("code.md", "Notes on the parser:\n\n```swift\nlet tokenizer = Trigram(caseSensitive: false)\n```\n"),
         ("links.md", "Read [the manual](https://docs.example.org/guide) before the meeting.\n"),
+        ("weekly digest.md", "Nothing here yet.\n"),
     ]
 
     static let expected: [(query: String, found: Set<String>)] = [
@@ -64,6 +65,21 @@ import Testing
         ("the -budget", ["private/links.md", "private/code.md"]),
         ("budget OR 预算", ["private/english.md", "private/chinese.md"]),
         ("the manual OR roadmap", ["private/english.md", "private/links.md"]),
+        // A title taken from the name is searched with the text, and a phrase does not
+        // run from the one into the other.
+        ("links", ["private/links.md"]),
+        ("meeting -links", []),
+        ("\"links read\"", []),
+        ("\"read the manual\"", ["private/links.md"]),
+        ("\"weekly digest\"", ["private/weekly digest.md"]),
+        ("\"digest nothing\"", []),
+        ("\"quarterly planning\"", ["private/english.md"]),
+        // A phrase whose last word is typed in part.
+        ("\"budget revi\"", ["private/english.md"]),
+        ("\"the budg\"", ["private/english.md"]),
+        ("\"the bu\"", ["private/english.md"]),
+        ("\"the manual before\"", ["private/links.md"]),
+        ("\"the manual after\"", []),
     ]
 
     @Test(arguments: backends)
@@ -114,6 +130,39 @@ import Testing
         // An excluded word is the word itself, or with `*` the words it starts.
         #expect(Set(try await Self.paths(f, "plan -planning")) == ["private/a.md", "private/b.md", "private/d.md"])
         #expect(try await Self.paths(f, "plan -plan*") == ["private/d.md"])
+    }
+
+    @Test(arguments: backends)
+    func moreMatchesThanARankingReadsAreListedWholeAndOnce(_ backend: Backend) async throws {
+        // Given more notes holding a word than PostgreSQL ranks (they are then listed
+        // newest first), every tenth also holding a second word, one a phrase of both
+        let f = try await Fixture(backend)
+        for first in stride(from: 0, to: 1_100, by: 400) {
+            try await f.save(
+                (first..<min(first + 400, 1_100)).map { index in
+                    let body = "the common word" + (index % 10 == 0 ? " and rare" : "") + (index == 555 ? " common rare" : "")
+                    return RecordSave(recordName: "n\(index)", recordType: .note, name: "n\(index).md", body: body)
+                })
+        }
+        // When alice pages through the word's results, a hundred at a time
+        var paths: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try await Self.search(f, API.Search(query: "common", limit: 100, cursor: cursor))
+            paths += page.results.map(\.path)
+            cursor = page.next
+        } while cursor != nil
+        // Then she sees the first thousand once each (a search lists at most 1,000),
+        #expect(paths.count == 1_000)
+        #expect(Set(paths).count == 1_000)
+        // and excluded words, phrases and word starts over as many find just theirs.
+        #expect(try await Self.paths(f, "common -rare", as: Fixture.alice).count == 20)
+        let withoutRare = try await Self.search(f, API.Search(query: "common -rare", limit: 100)).results.map(\.recordName)
+        #expect(withoutRare.count == 100)
+        #expect(withoutRare.allSatisfy { name in name != "n555" && Int(name.dropFirst())! % 10 != 0 })
+        #expect(try await Self.paths(f, "\"common rare\"") == ["private/n555.md"])
+        #expect(try await Self.paths(f, "\"common ra\"") == ["private/n555.md"])
+        #expect(Set(try await Self.paths(f, "rare -and")) == ["private/n555.md"])
     }
 
     @Test(arguments: backends)

@@ -37,7 +37,7 @@ public enum MountRunner {
         let engine = SyncEngine(client: client, replica: replica, tree: tree, logger: logger, conflictMarkers: conflictMarkers, events: events)
         engineBox.withLock { $0 = engine }
 
-        let fileSystem = VirtualFolders(tree: tree, service: client, events: events) { engine.requestFetch() }
+        let fileSystem = VirtualFolders(tree: tree, service: client, events: events, isOnline: { engine.isOnline }) { engine.requestFetch() }
         let mount = FuseMount(mountpoint: mountpoint, fileSystem: fileSystem)
         do {
             try mount.mount()

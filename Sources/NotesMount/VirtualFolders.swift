@@ -31,6 +31,13 @@ import Synchronization
 /// name: `ls FOLDER/.history`, `cd private/.trash`. They are volatile: the kernel keeps
 /// nothing of them; the mount keeps notesd's last answer about a zone until a change to
 /// that zone comes from notesd, or for 30 s.
+///
+/// A look into `.history/` or `.trash/` never holds a kernel thread on notesd for long:
+/// the mount asks notesd in a task of its own and waits at most `patience` for it; past
+/// that it answers with notesd's last answer about the same thing, even from before a
+/// change, or fails with `ETIMEDOUT`. The task goes on and keeps its answer for the next
+/// look; while it runs, the same question is not asked again. Offline, nothing is asked:
+/// the last answer, or `EAGAIN` at once.
 public final class VirtualFolders: FileSystem, Sendable {
     public static let historyName = ".history"
     public static let trashName = ".trash"
@@ -98,10 +105,25 @@ public final class VirtualFolders: FileSystem, Sendable {
         var at: Double
     }
     static let answerLifetime = 30.0
+    /// How long a look waits for notesd's answer.
+    static let patience = 5.0
+
+    /// What the mount asks notesd, one task at a time for each.
+    enum Question: Hashable {
+        case trash(ZoneID)
+        case versions(RecordKey)
+    }
+
+    /// A question under way: its answer when it comes, for whoever waits.
+    final class Asking: Sendable {
+        let done = DispatchGroup()
+        let outcome = Mutex<NotesError?>(nil)
+    }
 
     struct Table {
         var trash: [ZoneID: Answer<[TrashedRecord]>] = [:]
         var versions: [RecordKey: Answer<[RecordVersion]>] = [:]
+        var asking: [Question: Asking] = [:]
         var entries: [Inode: Entry] = [:]
         var inodes: [Kind: Inode] = [:]
         /// The inodes of trashed records, by zone and record name: a trash of 10,000 is
@@ -140,10 +162,17 @@ public final class VirtualFolders: FileSystem, Sendable {
         }
     }
 
-    public init(tree: NoteTree, service: any NotesService, events: EventLog? = nil, requestFetch: @escaping @Sendable () -> Void) {
+    /// Whether the mount is in touch with notesd (`SyncEngine.isOnline`).
+    let isOnline: @Sendable () -> Bool
+
+    public init(
+        tree: NoteTree, service: any NotesService, events: EventLog? = nil, isOnline: @escaping @Sendable () -> Bool = { true },
+        requestFetch: @escaping @Sendable () -> Void
+    ) {
         self.events = events
         self.tree = tree
         self.service = service
+        self.isOnline = isOnline
         self.requestFetch = requestFetch
     }
 
@@ -246,36 +275,66 @@ public final class VirtualFolders: FileSystem, Sendable {
         return try load(inode)
     }
 
-    /// A zone's trash: as notesd last said, unless the zone changed since or it is old.
+    /// A zone's trash: as notesd last said, unless the zone changed since or it is old
+    /// (then that answer only if notesd does not answer in time).
     private func trash(of zone: ZoneID) throws(FileSystemError) -> Answer<[TrashedRecord]> {
         let generation = tree.generation(of: zone)
-        let now = Date().timeIntervalSince1970
-        if let known = table.withLock({ $0.trash[zone] }), known.generation == generation, now - known.at < Self.answerLifetime {
-            return known
+        let known = table.withLock { $0.trash[zone] }
+        if let known, known.generation == generation, Date().timeIntervalSince1970 - known.at < Self.answerLifetime { return known }
+        try ask(.trash(zone)) { [self] () async throws(NotesError) in
+            let trashed = try await service.trash(in: zone)
+            let now = Date().timeIntervalSince1970
+            table.withLock { table in
+                table.forgetOldAnswers(now: now)
+                table.trash[zone] = Answer(value: trashed, generation: generation, at: now)
+            }
         }
-        let trashed = try call { [service] () async throws(NotesError) in try await service.trash(in: zone) }
-        let answer = Answer(value: trashed, generation: generation, at: now)
-        table.withLock { table in
-            table.forgetOldAnswers(now: now)
-            table.trash[zone] = answer
-        }
+        guard let answer = table.withLock({ $0.trash[zone] }) ?? known else { throw unanswered() }
         return answer
     }
 
     /// A note's versions, kept as `trash(of:)` keeps a trash.
     private func versions(of key: RecordKey) throws(FileSystemError) -> [RecordVersion] {
         let generation = tree.generation(of: key.zone)
-        let now = Date().timeIntervalSince1970
-        if let known = table.withLock({ $0.versions[key] }), known.generation == generation, now - known.at < Self.answerLifetime {
-            return known.value
+        let known = table.withLock { $0.versions[key] }
+        if let known, known.generation == generation, Date().timeIntervalSince1970 - known.at < Self.answerLifetime { return known.value }
+        try ask(.versions(key)) { [self] () async throws(NotesError) in
+            let versions = try await service.versions(of: key.recordName, in: key.zone)
+            let now = Date().timeIntervalSince1970
+            table.withLock { table in
+                table.forgetOldAnswers(now: now)
+                table.versions[key] = Answer(value: versions, generation: generation, at: now)
+            }
         }
-        let versions = try call { [service] () async throws(NotesError) in try await service.versions(of: key.recordName, in: key.zone) }
-        table.withLock { table in
-            table.forgetOldAnswers(now: now)
-            table.versions[key] = Answer(value: versions, generation: generation, at: now)
-        }
-        return versions
+        guard let answer = table.withLock({ $0.versions[key] }) ?? known else { throw unanswered() }
+        return answer.value
     }
+
+    /// Asks notesd `question` (`body` keeps the answer in the table) unless the same is
+    /// under way, and waits at most `patience` for it. Returns on time-out too, and at
+    /// once offline: the caller answers with what it has. Throws what notesd said of it.
+    private func ask(_ question: Question, _ body: @escaping @Sendable () async throws(NotesError) -> Void) throws(FileSystemError) {
+        guard isOnline() else { return }
+        let (asking, isNew) = table.withLock { table in
+            if let asking = table.asking[question] { return (asking, false) }
+            let asking = Asking()
+            asking.done.enter()
+            table.asking[question] = asking
+            return (asking, true)
+        }
+        if isNew {
+            Task { [self] in
+                do throws(NotesError) { try await body() } catch { asking.outcome.withLock { $0 = error } }
+                _ = table.withLock { $0.asking.removeValue(forKey: question) }
+                asking.done.leave()
+            }
+        }
+        guard asking.done.wait(timeout: .now() + Self.patience) == .success else { return }
+        if let error = asking.outcome.withLock({ $0 }) { throw FileSystemError(Self.errno(for: error)) }
+    }
+
+    /// Why a look has nothing to show: notesd is away, or did not answer in time.
+    private func unanswered() -> FileSystemError { FileSystemError(isOnline() ? ETIMEDOUT : EAGAIN) }
 
     /// The trash's entries below `parent` (nil: those whose folder is not in the trash),
     /// by name; a name taken twice gets " (2)", " (3)" by age, the newest keeping it.
@@ -370,8 +429,11 @@ public final class VirtualFolders: FileSystem, Sendable {
         return String(format: "%04d-%02d-%02dT%02d-%02d-%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec)
     }
 
-    /// Runs a call to notesd from a kernel thread, and says what went wrong as an errno.
+    /// Runs a call to notesd from a kernel thread, waiting at most `patience` for it
+    /// (`ETIMEDOUT` past that; the call may still be carried out), and says what went
+    /// wrong as an errno.
     private func call<T: Sendable>(_ body: @escaping @Sendable () async throws(NotesError) -> T) throws(FileSystemError) -> T {
+        guard isOnline() else { throw FileSystemError(EAGAIN) }
         let result = Outcome<T>()
         let done = DispatchSemaphore(value: 0)
         Task {
@@ -380,7 +442,7 @@ public final class VirtualFolders: FileSystem, Sendable {
             result.value.withLock { $0 = outcome }
             done.signal()
         }
-        guard done.wait(timeout: .now() + 30) == .success, let outcome = result.value.withLock({ $0 }) else { throw FileSystemError(EIO) }
+        guard done.wait(timeout: .now() + Self.patience) == .success, let outcome = result.value.withLock({ $0 }) else { throw FileSystemError(ETIMEDOUT) }
         switch outcome {
         case .success(let value): return value
         case .failure(let error): throw FileSystemError(Self.errno(for: error))
@@ -488,12 +550,10 @@ public final class VirtualFolders: FileSystem, Sendable {
         }
         _ = table.withLock { $0.trash.removeValue(forKey: zone) }
         requestFetch()
-        // The fetch that the notice starts brings it; a minute is far more than it takes.
-        let deadline = Date().addingTimeInterval(60)
-        while !tree.shows(newName, in: folder) {
-            guard Date() < deadline else { throw FileSystemError(EIO) }
-            usleep(2_000)
-        }
+        // The fetch that the notice starts brings it, in milliseconds; if notesd is slow
+        // to send it, the note is back all the same and shows when it comes.
+        let deadline = Date().addingTimeInterval(Self.patience)
+        while !tree.shows(newName, in: folder) && Date() < deadline { usleep(2_000) }
     }
 
     public func makeDirectory(parent: Inode, name: String) throws(FileSystemError) -> FileAttributes {
@@ -540,8 +600,7 @@ public final class VirtualFolders: FileSystem, Sendable {
             text = Array((version.body ?? "").utf8)
         case .trashed(let zone, let recordName):
             // A trashed note's text is its last version.
-            let versions = try call { [service] () async throws(NotesError) in try await service.versions(of: recordName, in: zone) }
-            text = Array((versions.first?.body ?? "").utf8)
+            text = Array((try versions(of: RecordKey(zone: zone, recordName: recordName)).first?.body ?? "").utf8)
         default:
             text = []
         }

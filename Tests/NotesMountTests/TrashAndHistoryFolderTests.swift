@@ -129,4 +129,35 @@ struct TrashAndHistoryFolderTests {
         // Read-only.
         #expect(errnos(people.aliceMount.path(".notes"), [("write", "open('events', 'a')")]) == ["write": "EACCES"])
     }
+
+    @Test func aHungNotesdNeverHoldsALookIntoHistoryOrTrash() async throws {
+        // Given two notes, one of whose versions alice has listed
+        let people = try await TwoMounts()
+        let root = people.aliceMount.path("private")
+        #expect(Shell.run("printf 'one\\n' > plan.md && printf 'two\\n' > other.md", in: root).status == 0)
+        #expect(await eventually { (try? await people.alice.zoneChanges(people.aliceDefault, since: nil).records.count) == 2 })
+        let listed = Shell.run("ls .history/plan.md", in: root)
+        #expect(listed.status == 0 && listed.stdout.hasSuffix(".md\n"), "\(listed)")
+
+        // When notesd stops answering (SIGSTOP: its connections stay open)
+        kill(people.daemon.process.processIdentifier, SIGSTOP)
+        defer { kill(people.daemon.process.processIdentifier, SIGCONT) }
+
+        // Then what was listed lists again from the mount's last answer,
+        #expect(Shell.run("ls .history/plan.md", in: root).stdout == listed.stdout)
+        // and what was never asked fails in seconds, saying why, rather than in half a minute
+        let start = ContinuousClock.now
+        let history = Shell.run("ls .history/other.md", in: root)
+        let trash = Shell.run("ls .trash", in: root)
+        #expect(ContinuousClock.now - start < .seconds(20), "waited \(ContinuousClock.now - start)")
+        // (`ETIMEDOUT`, or `EAGAIN` once the mount has noticed notesd is away)
+        for failed in [history, trash] {
+            #expect(failed.status != 0 && (failed.stderr.contains("timed out") || failed.stderr.contains("temporarily unavailable")), "\(failed)")
+        }
+
+        // And once notesd answers again, so do they.
+        kill(people.daemon.process.processIdentifier, SIGCONT)
+        #expect(await eventually { Shell.run("ls .history/other.md", in: root).stdout.hasSuffix(".md\n") })
+        #expect(await eventually { Shell.run("ls .trash", in: root).status == 0 })
+    }
 }

@@ -46,7 +46,7 @@ struct CallerBudgetMiddleware: RouterMiddleware {
         }
         if let length = response.body.contentLength, length > Self.chargedAnswerBytes {
             pacer.charge(caller, answerBytes: length)
-            response.body = Self.charging(response.body, length: length, to: caller, in: budget)
+            response.body = Self.charging(response.body, length: length, to: caller, in: budget, on: context.channel)
         }
         return response
     }
@@ -60,12 +60,14 @@ struct CallerBudgetMiddleware: RouterMiddleware {
     /// Answers up to this size are not charged: their bytes are few next to a request's.
     static let chargedAnswerBytes = 64 * 1024
 
-    /// `body`, its bytes charged to `caller` until it is written or dropped (the charge
-    /// goes with the last reference to the closure that holds the bytes).
-    static func charging(_ body: ResponseBody, length: Int, to caller: String, in budget: CallerBudget) -> ResponseBody {
+    /// `body`, its bytes charged to `caller` until they have left on `channel`
+    /// (`DrainSignal`) or were dropped (the charge goes with the last reference to the
+    /// closure that holds the bytes).
+    static func charging(_ body: ResponseBody, length: Int, to caller: String, in budget: CallerBudget, on channel: any Channel) -> ResponseBody {
         let charge = AnswerCharge(caller: caller, bytes: length, budget: budget)
         return ResponseBody(contentLength: length) { writer in
             try await body.write(writer)
+            await DrainSignal.drained(channel)
             charge.release()
         }
     }

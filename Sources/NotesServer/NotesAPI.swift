@@ -121,6 +121,7 @@ public struct NotesAPI: Sendable {
                 additionalChannelHandlers: [
                     limiter.handler(),
                     SlowBodyGuard(graceSeconds: bodyTimeout, minimumBytesPerSecond: Limits.minimumBodyBytesPerSecond),
+                    DrainSignal(),
                 ],
                 idleTimeout: .seconds(Int64(idleTimeout))))
         return Application(

@@ -28,8 +28,9 @@ public struct FileAttributes: Sendable, Equatable {
     public var changed: Double
     public var accessed: Double
     /// Made up from answers that change without the file system hearing of it (the
-    /// mount's `.history/`, `.trash/`, `.notes/events`): the kernel keeps none of it,
-    /// neither names, attributes, listings nor pages.
+    /// mount's `.history/`, `.trash/`, `.notes/events`), or about to change (a note whose
+    /// newer version is coming in): the kernel keeps none of it, neither names,
+    /// attributes, listings nor pages.
     public var volatile = false
     /// A symbolic link: the path it points to (`readlink`), and no file or folder.
     public var linkTarget: String?

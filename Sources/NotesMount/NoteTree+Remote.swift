@@ -19,16 +19,39 @@ extension NoteTree {
     /// the newer one by then (`sed -i` renaming its file over the note in that moment had
     /// notesd take its save over the other side's line). Rows with local changes, and our
     /// own uploads coming back, are left alone, as the replica leaves them.
+    ///
+    /// And the kernel is told to drop what it holds of those notes before the replica
+    /// takes them: it keeps a file's size for minutes, and a read it sized by the old
+    /// length, answered from the new version, gave `sed -i` the new text cut short (the
+    /// soak lost the other side's last line). Until `applyRemote` has shown the new
+    /// version and told the kernel again, the notes' attributes are volatile
+    /// (`kernelMayHold`): the kernel asks their size at each read past the end it knows,
+    /// and gets the size of the version it is then served.
     public func willApplyRemote(_ zone: ZoneID, records: [Record]) {
         guard let replaced = try? replica.replacing(zone, records), !replaced.isEmpty else { return }
-        state.withLock { state in
+        let incoming = Dictionary(records.map { ($0.recordName, $0) }, uniquingKeysWith: { _, last in last })
+        let known = state.withLock { state in
+            var known: [Invalidation] = []
             for name in replaced {
-                guard let inode = state.index[RecordKey(zone: zone, recordName: name)], var node = state.nodes[inode], !node.isDirectory, node.seenTag != nil
+                guard let inode = state.index[RecordKey(zone: zone, recordName: name)], var node = state.nodes[inode], !node.isDirectory else { continue }
+                // Only a new text (as `place` tells one): after a change of name, place or
+                // share what was read is still the note's text, and taking it for an older
+                // version had the next save present an older base (`EditorSaveTests`,
+                // beside stress-ng: a conflict copy of a note just shared).
+                guard let record = incoming[name],
+                    node.size != (record.recordType == .file ? record.bytes?.count ?? 0 : record.body?.utf8.count ?? 0)
+                        || node.modified != record.modifiedAt.timeIntervalSince1970
                 else { continue }
-                node.seenIsOutdated = true
+                if node.seenTag != nil { node.seenIsOutdated = true }
+                if node.lookups > 0 {
+                    if node.kernelMayHold == nil { node.kernelMayHold = node.loadedTag ?? node.seenTag ?? "" }
+                    known.append(.content(inode))
+                }
                 state.nodes[inode] = node
             }
+            return known
         }
+        invalidate(known)
     }
 
     /// Shows what the replica took from a page of the server's changes. Records changed

@@ -249,6 +249,10 @@ public final class NoteTree: Sendable {
                     // size (it would otherwise put `>>` appends at the old end).
                     // (Files only: an unhashed folder would cut off processes standing in it.)
                     if node.attached && !node.isDirectory { invalidations.append(.entry(node.parent, node.name)) }
+                } else if node.kernelMayHold != nil {
+                    // Marked by `willApplyRemote`: telling the kernel again once the tree
+                    // shows the record ends the note's volatile time.
+                    invalidations.append(.content(inode))
                 }
                 node.size = record.size
                 node.modified = record.modifiedAt
@@ -432,10 +436,14 @@ public final class NoteTree: Sendable {
         case .owner, .readWrite: permissions = node.isDirectory ? 0o755 : 0o644
         case .readOnly, .fixed: permissions = node.isDirectory ? 0o555 : 0o444
         }
-        return FileAttributes(
+        var attributes = FileAttributes(
             inode: node.inode, isDirectory: node.isDirectory, permissions: permissions, size: UInt64(contentCount ?? node.size),
             linkCount: node.isDirectory ? 2 + UInt32(subfolders) : (node.attached ? 1 : 0), uid: uid, gid: gid,
             modified: node.modified, changed: node.changed, accessed: node.accessed)
+        // While a newer version is on its way in, the kernel keeps nothing of the note:
+        // a size it kept could cut a read of the new version short (`willApplyRemote`).
+        attributes.volatile = !node.isDirectory && node.kernelMayHold != nil
+        return attributes
     }
 
     // MARK: Kernel cache invalidation

@@ -203,6 +203,67 @@ import Testing
         #expect(queued.dirty > 0 && queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"), dirty \(queued.dirty)")
     }
 
+    /// A kernel that records what it is told to drop.
+    final class RecordingKernel: KernelCache {
+        let dropped = Mutex<[Inode]>([])
+        func invalidateContent(of inode: Inode) { dropped.withLock { $0.append(inode) } }
+        func invalidateEntry(parent: Inode, name: String) {}
+        func relink(_ relativePath: String, newName: (parent: Inode, name: String), oldName: (parent: Inode, name: String)) {}
+    }
+
+    /// Found by the soak (seed 630248, beside stress-ng): the kernel kept the older
+    /// version's size, sized `sed -i`'s read by it, and the mount answered from the
+    /// newer, longer version: sed saved the newer text without its last line. While a
+    /// newer version comes in, the kernel must hold no size of the note, and every size
+    /// it is given must be that of the text it is then served.
+    @Test func whileANewerVersionComesInTheKernelHoldsNoSizeAndEachSizeMatchesTheText() throws {
+        // Given a note the kernel knows (looked up, its size cached)
+        try page([record("three", .note, parent: nil, seq: 5)], token: "t5")
+        let top = try tree.lookup(parent: 2, name: zone.name).inode
+        let note = try tree.lookup(parent: top, name: "three.md").inode
+        #expect(try !tree.attributes(of: note).volatile)
+        let kernel = RecordingKernel()
+        tree.attach(kernel)
+        func servedMatchesSize() throws -> Bool {
+            let size = try tree.attributes(of: note).size
+            let handle = try tree.open(note, mode: OpenMode(flags: O_RDONLY))
+            defer { tree.release(note, handle: handle) }
+            let text = try tree.read(note, handle: handle, offset: 0, size: 1 << 16)
+            if UInt64(text.count) == size { return true }
+            // (The read loaded the text: the size given from then on is its size.)
+            return try tree.attributes(of: note).size == UInt64(text.count)
+        }
+
+        // When the note is shared (a new version, the same text): nothing is dropped
+        var shared = record("three", .note, parent: nil, seq: 5)
+        shared.changeTag = "6"
+        shared.shareID = "s1"
+        tree.willApplyRemote(zone, records: [shared])
+        #expect(kernel.dropped.withLock { $0 }.isEmpty)
+        #expect(try !tree.attributes(of: note).volatile)
+        tree.applyRemote(try replica.applyRemote(zone, records: [shared], deleted: [], token: "t6", scope: .private))
+        kernel.dropped.withLock { $0 = [] }
+
+        // When a longer version 7 comes: the tree told first, then the replica takes it
+        var newer = record("three", .note, parent: nil, seq: 7)
+        newer.body = "three\nthe other side's last line\n"
+        tree.willApplyRemote(zone, records: [newer])
+        // Then the kernel was told to drop the note before the replica took the version,
+        #expect(kernel.dropped.withLock { $0 } == [note])
+        // and until the tree shows it and tells the kernel again, the note's attributes
+        // are not to be kept, and the size given is that of the text read
+        #expect(try tree.attributes(of: note).volatile)
+        #expect(try servedMatchesSize())
+        let effects = try replica.applyRemote(zone, records: [newer], deleted: [], token: "t7", scope: .private)
+        #expect(try tree.attributes(of: note).volatile)
+        #expect(try servedMatchesSize())
+        tree.applyRemote(effects)
+        // And after, the note is cached as before, at the new version's size.
+        #expect(try !tree.attributes(of: note).volatile)
+        #expect(try tree.attributes(of: note).size == UInt64(newer.body!.utf8.count))
+        #expect(try servedMatchesSize())
+    }
+
     /// A kernel whose page-cache invalidation takes as long as the test wants: what a
     /// process reads meanwhile comes from the pages of the older version.
     final class SlowKernel: KernelCache {

@@ -6,8 +6,9 @@ if ! command -v swift >/dev/null 2>&1; then
     echo "setup: swift is not on PATH. Install Swift 6.x (swift.org) and add its usr/bin to PATH." >&2
     exit 1
 fi
-# openssl makes the TLS tests' certificates; gdb shows the stacks of a process that does not end.
-packages=(libsqlite3-dev sqlite3 curl systemd libfuse3-dev fuse3 attr vim python3 python3-venv libcmark-gfm-dev libcmark-gfm-extensions-dev libgit2-dev chromium postgresql openssl gdb)
+# openssl makes the TLS tests' certificates; gdb shows the stacks of a process that does not end;
+# git, emacs-nox, nano and tmux are the editors and tools whose saves the mount tests make.
+packages=(libsqlite3-dev sqlite3 curl systemd libfuse3-dev fuse3 attr vim python3 python3-venv libcmark-gfm-dev libcmark-gfm-extensions-dev libgit2-dev chromium postgresql openssl gdb git emacs-nox nano tmux)
 missing=()
 for package in "${packages[@]}"; do
     dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -479,19 +479,23 @@ public final class Replica: Sendable {
 
     // MARK: Remote changes
 
-    /// The names of `records` that `applyRemote` would write over now: clean rows whose
-    /// tag differs (a row with local changes keeps them; our own upload coming back
-    /// changes nothing).
-    public func replacing(_ zone: ZoneID, _ records: [NotesModel.Record]) throws(ReplicaError) -> Set<String> {
+    /// What `applyRemote` would write over now: of `records`, the clean rows whose tag
+    /// differs (a row with local changes keeps them; our own upload coming back changes
+    /// nothing), by name, with the tag each holds and whether the text itself changes
+    /// (not only its name, place or share).
+    public func replacing(_ zone: ZoneID, _ records: [NotesModel.Record]) throws(ReplicaError) -> [String: (tag: String?, newText: Bool)] {
         try read("read the rows a page of changes replaces") { db in
-            var names: Set<String> = []
+            var replaced: [String: (tag: String?, newText: Bool)] = [:]
             for record in records {
                 let local = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT dirty, change_tag FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
+                    db.cachedStatement(sql: "SELECT dirty, change_tag, content FROM records WHERE owner = ? AND zone = ? AND record_name = ?"),
                     arguments: [zone.owner, zone.name, record.recordName])
-                if let local, (local[0] as Int64) == 0, (local[1] as String?) != record.changeTag { names.insert(record.recordName) }
+                guard let local, (local[0] as Int64) == 0, (local[1] as String?) != record.changeTag else { continue }
+                let held = (local[2] as Data?) ?? Data()
+                let incoming: Data? = record.recordType == .file ? record.bytes : record.body.map { Data($0.utf8) }
+                replaced[record.recordName] = (local[1] as String?, incoming.map { $0 != held } ?? true)
             }
-            return names
+            return replaced
         }
     }
 

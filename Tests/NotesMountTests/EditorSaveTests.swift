@@ -32,7 +32,42 @@ struct EditorSaveTests {
         Edit(label: "mv a new file over the note", command: "printf 'moved\\n' > other.md && mv other.md plan.md", expected: "moved\n"),
         Edit(label: "gedit-style temporary renamed over", command: "printf 'gio\\n' > .goutputstream-AB12CD && mv .goutputstream-AB12CD plan.md", expected: "gio\n"),
         Edit(label: "truncate", command: "truncate -s 4 plan.md", expected: "line"),
+        Edit(label: "perl -pi (a temporary renamed over)", command: "perl -pi -e 's/one/perl/' plan.md", expected: "line perl\n"),
+        Edit(
+            label: "emacs, in place (its batch defaults)",
+            command: "emacs --batch -Q plan.md --eval '(progn (while (search-forward \"one\" nil t) (replace-match \"emacs\")) (save-buffer))'",
+            expected: "line emacs\n"),
+        Edit(
+            label: "emacs, backup by rename (its interactive defaults)",
+            command:
+                "emacs --batch -Q plan.md --eval '(progn (setq make-backup-files t backup-inhibited nil) (while (search-forward \"one\" nil t) (replace-match \"emacs\")) (save-buffer))'",
+            expected: "line emacs\n"),
+        Edit(label: "nano, typed at its prompt", command: nanoSession, expected: "line nano\n"),
+        Edit(label: "Qt/Kate's QSaveFile (NAME.XXXXXX renamed over)", command: "printf 'qt\\n' > plan.md.Xq3vZ1 && mv plan.md.Xq3vZ1 plan.md", expected: "qt\n"),
+        Edit(
+            label: "IntelliJ's safe write (___jb_tmp___, ___jb_old___)",
+            command: "printf 'jb\\n' > plan.md___jb_tmp___ && mv plan.md plan.md___jb_old___ && mv plan.md___jb_tmp___ plan.md && rm plan.md___jb_old___",
+            expected: "jb\n"),
+        Edit(
+            label: "git checkout (unlink, then create)",
+            command:
+                "g=$(mktemp -d) && git -C $g init -q && printf 'line git\\n' > $g/plan.md && git -C $g add plan.md && git -C $g -c user.name=t -c user.email=t@t commit -qm x && git --git-dir=$g/.git --work-tree=. checkout -f HEAD -- plan.md; status=$?; rm -rf $g; exit $status",
+            expected: "line git\n"),
     ]
+
+    /// nano driven through tmux as a person would: cut the line, type, write out (^O,
+    /// Enter), quit (^X). Each key waits until the screen shows nano is ready for it.
+    static let nanoSession: String = {
+        func waitFor(_ text: String) -> String {
+            "for i in $(seq 600); do tmux capture-pane -p -t $s | grep -q '\(text)' && break; sleep 0.05; done"
+        }
+        return [
+            "s=nano$$; tmux new-session -d -s $s -x 80 -y 24 'nano --ignorercfiles plan.md'", waitFor("line one"),
+            "tmux send-keys -t $s C-k 'line nano' C-o", waitFor("File Name to Write"), "tmux send-keys -t $s Enter", waitFor("Wrote"),
+            "tmux send-keys -t $s C-x", "for i in $(seq 600); do tmux has-session -t $s 2>/dev/null || break; sleep 0.05; done",
+            "! tmux has-session -t $s 2>/dev/null",
+        ].joined(separator: " && ")
+    }()
 
     @Test(arguments: edits)
     func editKeepsIdentity(_ edit: Edit) async throws {

@@ -343,12 +343,99 @@ import Testing
         // GNU `mv` from another disk: unlink, then create; 1.9 s apart on the clock.
         try tree.unlink(parent: 2, name: "plan.md")
         now.withLock { $0 += 1.9 }
-        #expect(tree.expireDetached(olderThan: NoteTree.sameNoteWindow).isEmpty)
+        #expect(tree.expireDetached(olderThan: NoteTree.sameNoteWindow).deletes.isEmpty)
         #expect(try save("two") == first, "made again within the window, the note lost its record")
         // 2.1 s apart: the note was really deleted, and a new one takes the name.
         try tree.unlink(parent: 2, name: "plan.md")
         now.withLock { $0 += 2.1 }
         _ = tree.expireDetached(olderThan: NoteTree.sameNoteWindow)
         #expect(try save("three") != first, "made again after the window, the new file took the deleted note's record")
+    }
+
+    /// A tree on a clock the test moves, and a way to write whole files into `private/`.
+    final class ClockedTree: Sendable {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("clock-\(UUID().uuidString)").path
+        final class Clock: Sendable {
+            let time = Mutex(1_000.0)
+            func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
+        }
+        let clock = Clock()
+        let replica: Replica
+        let tree: NoteTree
+
+        init() throws {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            replica = try Replica(path: "\(folder)/alice.replica.sqlite")
+            let clock = self.clock
+            tree = try NoteTree(account: "alice", replica: replica, cacheDirectory: folder, clock: { clock.time.withLock { $0 } }) {}
+        }
+
+        func write(_ name: String, _ text: String) throws {
+            let (attributes, handle) = try tree.create(parent: 2, name: name, mode: OpenMode(flags: O_WRONLY))
+            _ = try Array(text.utf8).withUnsafeBytes { try tree.write(attributes.inode, handle: handle, offset: 0, bytes: $0) }
+            try tree.flush(attributes.inode, handle: handle)
+            tree.release(attributes.inode, handle: handle)
+        }
+
+        func record(_ name: String) throws -> String {
+            String(decoding: try tree.extendedAttribute(of: try tree.lookup(parent: 2, name: name).inode, name: "user.notes.record"), as: UTF8.self)
+        }
+
+        func key(_ recordName: String) -> RecordKey {
+            RecordKey(zone: ZoneID(owner: "alice", name: ZoneID.defaultZoneName), recordName: recordName)
+        }
+
+        func rename(_ from: String, _ to: String) throws {
+            try tree.rename(parent: 2, name: from, newParent: 2, newName: to, noReplace: false)
+        }
+
+        func removeFolder() { try? FileManager.default.removeItem(atPath: folder) }
+    }
+
+    @Test func intelliJsSafeWriteKeepsTheNotesRecordAndDeletesNothingOfIt() throws {
+        let world = try ClockedTree()
+        defer { world.removeFolder() }
+        try world.write("plan.md", "one\n")
+        let note = try world.record("plan.md")
+        world.clock.advance(10)
+        // IntelliJ: the new text in a temporary, the note renamed to ___jb_old___, the
+        // temporary renamed to the note's name, the old file deleted.
+        try world.write("plan.md___jb_tmp___", "two\n")
+        let temporary = try world.record("plan.md___jb_tmp___")
+        try world.rename("plan.md", "plan.md___jb_old___")
+        #expect(world.tree.holdsSave(world.key(note)), "the moved note went up under its passing name")
+        try world.rename("plan.md___jb_tmp___", "plan.md")
+        world.clock.advance(0.5)
+        try world.tree.unlink(parent: 2, name: "plan.md___jb_old___")
+
+        #expect(try world.record("plan.md") == note, "the saved note is a new record")
+        world.replica.waitForQueuedWrites()
+        let rows = try world.replica.load().records
+        let saved = try #require(rows.first { $0.recordName == note })
+        #expect(!saved.deleted && saved.name == "plan.md")
+        #expect(try world.replica.contentAndTag(of: world.key(note))?.0 == Array("two\n".utf8))
+        #expect(rows.first { $0.recordName == temporary }?.deleted ?? true, "the temporary's record stays queued as a note")
+        world.clock.advance(2.1)
+        #expect(world.tree.expireDetached(olderThan: NoteTree.sameNoteWindow).deletes.isEmpty, "the note was deleted after it was saved")
+    }
+
+    @Test func aNoteMovedAwayAndKeptKeepsItsRecordAndTheNewFileIsANewNote() throws {
+        let world = try ClockedTree()
+        defer { world.removeFolder() }
+        try world.write("app.md", "old lines\n")
+        let note = try world.record("app.md")
+        world.clock.advance(10)
+        // Log rotation: the note moved aside, a new one written under its name, both kept.
+        try world.rename("app.md", "app.1.md")
+        try world.write("app.md", "new lines\n")
+        world.clock.advance(2.1)
+        let freed = world.tree.expireDetached(olderThan: NoteTree.sameNoteWindow)
+        #expect(freed.deletes.isEmpty && freed.uploadFreed)
+        #expect(try world.record("app.1.md") == note)
+        #expect(try world.record("app.md") != note)
+        #expect(!world.tree.holdsSave(world.key(note)))
+        // Deleted after the window, it hands nothing over.
+        try world.tree.unlink(parent: 2, name: "app.1.md")
+        #expect(try world.record("app.md") != note)
     }
 }

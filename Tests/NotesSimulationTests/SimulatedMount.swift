@@ -120,6 +120,12 @@ final class SimulatedMount {
     }
 
     /// The inode at `path` (components from the mount's root), or nil.
+    /// The record of the file at `path`, if it is one.
+    func recordName(_ path: [String]) -> String? {
+        guard let inode = inode(path) else { return nil }
+        return tree.state.withLock { $0.nodes[inode]?.recordKey?.recordName }
+    }
+
     func inode(_ path: [String]) -> Inode? {
         var inode = InodeNumbers.root
         for component in path {

@@ -44,6 +44,8 @@ final class Simulation {
     var models: [String: PosixModel] = [:]
     /// The model's file behind each file a mount holds open.
     var heldFiles: [String: [HeldFile]] = [:]
+    /// Editors' saves that gave a note a new record.
+    var identityLost: [String] = []
     enum HeldFile {
         case outside
         case file(Int)
@@ -156,7 +158,9 @@ final class Simulation {
         let name = pick(Self.names)
         let target = place + [name]
         let text = Array("\(mount.label) step \(index)\n".utf8)
-        let kind = random.next() % 15
+        let kind = random.next() % 16
+        // The record the note under `target` is now: an editor's save must keep it.
+        let record = mount.recordName(target)
         var outcome: Int32?
         let description: String
         // The model follows what succeeded in a modelled mount's own private/ and Work.
@@ -188,12 +192,14 @@ final class Simulation {
             if outcome == nil { outcome = mount.write(place, name, text) }
             if outcome == nil, mount.inode(backup) != nil { outcome = mount.unlink(backup) }
             if let path { model.replace(path, text) }
+            if outcome == nil { keptIdentity(mount, target, record, description) }
         case 5:
             // GNU mv from another file system: unlink, then create.
             description = "mv from another disk over \(target.joined(separator: "/"))"
             if mount.inode(target) != nil { outcome = mount.unlink(target) }
             if outcome == nil { outcome = mount.write(place, name, text) }
             if let path { model.replace(path, text) }
+            if outcome == nil { keptIdentity(mount, target, record, description) }
         case 6:
             let other = pick(Self.names)
             description = "mv \(target.joined(separator: "/")) \(other)"
@@ -243,6 +249,18 @@ final class Simulation {
             if heldFiles[mount.label] != nil { heldFiles[mount.label]!.remove(at: handle) }
             log.append("\(mount.label): \(description)\(outcome.map { " → errno \($0)" } ?? "")")
             return
+        case 13:
+            // IntelliJ's safe write: the new text in a temporary, the note renamed to
+            // ___jb_old___, the temporary renamed to the note's name, the old file deleted.
+            description = "IntelliJ's safe write of \(target.joined(separator: "/"))"
+            let temporary = name + "___jb_tmp___"
+            let old = place + [name + "___jb_old___"]
+            outcome = mount.write(place, temporary, text)
+            if outcome == nil, mount.inode(target) != nil { outcome = mount.rename(target, old) }
+            if outcome == nil { outcome = mount.rename(place + [temporary], target) }
+            if outcome == nil, mount.inode(old) != nil { outcome = mount.unlink(old) }
+            if let path { model.replace(path, text) }
+            if outcome == nil { keptIdentity(mount, target, record, description) }
         case 14:
             // mv of a folder (d ↔ e), with what it holds; at the top of private/ they are
             // zones, which do not move.
@@ -277,6 +295,12 @@ final class Simulation {
                 "    model: \(model.shown.sorted { $0.key < $1.key }.map { "\($0.key)=\(String(decoding: $0.value, as: UTF8.self).split(separator: "\n"))" }) held \(heldFiles[mount.label] ?? [])"
             )
         }
+    }
+
+    /// An editor's save of a note that had a record left it that record (see `EditorSaves`).
+    func keptIdentity(_ mount: SimulatedMount, _ target: [String], _ before: String?, _ description: String) {
+        guard let before, let after = mount.recordName(target), after != before else { return }
+        identityLost.append("\(mount.label): \(description) made the note record \(after) instead of \(before)")
     }
 
     // MARK: Settling and checking
@@ -335,7 +359,7 @@ final class Simulation {
 
     /// The invariants; each broken one is a line of the answer.
     func check() async throws -> [String] {
-        var broken: [String] = []
+        var broken = identityLost
         for mount in mounts {
             // Every mount of a zone and notesd show the same tree: same names, same bytes.
             // Top-level folders of private/ are the account's other zones: each is compared
@@ -353,20 +377,29 @@ final class Simulation {
             for (where_, shown, held) in expectations where shown != held {
                 let extra = shown.keys.filter { held[$0] == nil || held[$0] != shown[$0] }.sorted()
                 let missing = held.keys.filter { shown[$0] == nil }.sorted()
-                broken.append("\(mount.label) \(where_): the mount differs from notesd; only or different in the mount: \(extra), missing: \(missing)")
+                let texts = extra.map {
+                    "\($0): \(String(decoding: shown[$0] ?? [], as: UTF8.self).split(separator: "\n")) on notesd \(held[$0].map { "\(String(decoding: $0, as: UTF8.self).split(separator: "\n"))" } ?? "-")"
+                }
+                broken.append("\(mount.label) \(where_): the mount differs from notesd; only or different in the mount: \(texts), missing: \(missing)")
                 if ProcessInfo.processInfo.environment["NOTES_SIM_LOG"] != nil {
                     let state = mount.tree.state.withLock { state in
                         state.nodes.values.filter { $0.recordKey != nil || $0.isDirectory }
                             .map { "\($0.inode) '\($0.name)' parent \($0.parent) attached \($0.attached) kind \($0.kind) wants \(state.displaced[$0.inode] ?? "-")" }
                     }
                     broken.append("  nodes: \(state)")
-                    let rows = ((try? mount.replica.load().records) ?? []).map { "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-") dirty \($0.dirty)" }
+                    let rows = ((try? mount.replica.load().records) ?? []).map {
+                        "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-") dirty \($0.dirty) tag \($0.changeTag ?? "-") text \(String(decoding: (try? mount.replica.contentAndTag(of: $0.key))?.0 ?? [], as: UTF8.self).split(separator: "\n"))"
+                    }
                     broken.append("  replica: \(rows)")
                     broken.append("  replica zones: \(((try? mount.replica.zones()) ?? []).map { "\($0.id) \($0.pending.map { "\($0)" } ?? "-")" })")
                     let serverTeam = ((try? await store.zoneChanges(team, since: nil, limit: 2000, actor: mount.account).records) ?? []).map {
                         "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-")"
                     }
                     broken.append("  server Team: \(serverTeam)")
+                    let serverOwn = ((try? await store.zoneChanges(own, since: nil, limit: 2000, actor: mount.account).records) ?? []).map {
+                        "\($0.recordName) '\($0.name)' parent \($0.parent ?? "-") tag \($0.changeTag)"
+                    }
+                    broken.append("  server \(own.name): \(serverOwn)")
                     broken.append("  server zones: \(((try? await store.zones(scope: .private, actor: mount.account)) ?? []).map(\.id))")
                 }
             }
@@ -378,7 +411,7 @@ final class Simulation {
                     let rows = ((try? mount.replica.nextBatch(limit: 10, byteBudget: 1 << 30, skipping: [], holding: { _, _ in false }, cost: { _, _ in 0 })) ?? [])
                     for row in rows {
                         let held = mount.tree.state.withLock { state in
-                            "index \(state.index[row.record.key].map { "\($0) '\(state.nodes[$0]?.name ?? "?")' kind \(state.nodes[$0].map { "\($0.kind)" } ?? "?") attached \(state.nodes[$0]?.attached ?? false)" } ?? "-"), detached \(state.detached.filter { $0.value.record.key == row.record.key }.map { "\($0.key.name) deleted \($0.value.deletedInReplica)" })"
+                            "index \(state.index[row.record.key].map { "\($0) '\(state.nodes[$0]?.name ?? "?")' kind \(state.nodes[$0].map { "\($0.kind)" } ?? "?") attached \(state.nodes[$0]?.attached ?? false)" } ?? "-"), removed \(state.editorSaves.removed.filter { $0.value.record.key == row.record.key }.map { "\($0.key.name) deleted \($0.value.deletedInReplica)" })"
                         }
                         broken.append("  queued \(row.record.key) '\(row.record.name)' deleted \(row.record.deleted): \(held)")
                     }
@@ -418,10 +451,10 @@ final class Simulation {
             if !missing.isEmpty { log.append("    \(mount.label): replica rows not in the tree: \(missing)") }
             guard label == mount.label else { continue }
             let tree = mount.tree.state.withLock { state in
-                state.nodes.values.filter { $0.attached && $0.recordKey != nil }.map { "'\($0.name)'=\($0.recordKey!.recordName.prefix(8))" }.sorted().joined(separator: " ")
-                    + " | moved aside: " + state.detached.map { "'\($0.key.name)'=\($0.value.record.recordName.prefix(8))" }.sorted().joined(separator: " ")
+                state.nodes.values.filter { $0.attached && $0.recordKey != nil }.map { "'\($0.name)'=\($0.recordKey!.recordName.prefix(12))" }.sorted().joined(separator: " ")
+                    + " | moved aside: " + state.editorSaves.removed.map { "'\($0.key.name)'=\($0.value.record.recordName.prefix(12))" }.sorted().joined(separator: " ")
             }
-            let replica = rows.map { "'\($0.name)'=\($0.recordName.prefix(8))\($0.dirty != 0 ? "*" : "")" }.sorted().joined(separator: " ")
+            let replica = rows.map { "'\($0.name)'=\($0.recordName.prefix(12))\($0.dirty != 0 ? "*" : "")" }.sorted().joined(separator: " ")
             log.append("    tree: \(tree)\n    replica (* changed here): \(replica)")
         }
     }

@@ -194,4 +194,31 @@ import Testing
         let texts = Set(here.snapshot(team).values.map { String(decoding: $0, as: UTF8.self) })
         #expect(texts.isSuperset(of: ["mine, edited\n", "theirs\n"]), "\(texts)")
     }
+
+    @Test func writesHeldOpenWhileAnotherMachineOfTheAccountAppendedLoseNeitherLine() async throws {
+        // Given a note both of alice's machines show
+        let world = try await Simulation(seed: 0)
+        let (first, second) = (world.mounts[0], world.mounts[1])
+        world.models = [:]  // (steps taken by hand here: the POSIX model does not follow them)
+        #expect(first.write(["private"], "b.md", Array("base\n".utf8)) == nil)
+        await first.engine.uploadPending()
+        await second.engine.fetchAll()
+        // When the first, offline, appends through a handle it keeps open, while the second
+        // appends a line of the same length and uploads it
+        first.service.online = false
+        #expect(first.hold(["private"], "b.md") == nil)
+        #expect(first.writeHeld(0, Array("mine\n".utf8)) == nil)
+        #expect(second.write(["private"], "b.md", Array("hers\n".utf8), append: true) == nil)
+        await second.engine.uploadPending()
+        // and the first comes back, fetches her version, and closes its file
+        first.service.online = true
+        await first.engine.fetchAll()
+        #expect(first.closeHeld(0) == nil)
+        try await world.settle()
+        // Then neither line is lost: hers is the note, its own edit a conflict copy, and
+        // the mount shows the note as notesd holds it
+        #expect(first.read(["private", "b.md"]) == Array("base\nhers\n".utf8), "the mount went on showing its own writes as the note")
+        #expect(first.snapshot(["private"]).contains { $0.key.hasPrefix("b (conflict") && $0.value == Array("base\nmine\n".utf8) })
+        #expect(try await world.check() == [])
+    }
 }

@@ -193,11 +193,11 @@ public final class SyncEngine: Sendable {
     /// Deletes the notes that editors moved aside and did not take back within `age`
     /// seconds; true if there were any.
     func deleteMovedAside(olderThan age: Double) -> Bool {
-        let expired = tree.expireDetached(olderThan: age)
+        let (expired, uploadFreed) = tree.expireDetached(olderThan: age)
         for key in expired {
             do { try replica.deleteLocal(key) } catch { logger.error("\(error)") }
         }
-        return !expired.isEmpty
+        return !expired.isEmpty || uploadFreed
     }
 
     func setOnline(_ value: Bool) {

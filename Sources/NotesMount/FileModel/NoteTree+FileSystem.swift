@@ -112,7 +112,7 @@ extension NoteTree: FileSystem {
         } else {
             guard let (zone, parentRecord) = Self.container(state, parent) else { throw Failure(EACCES) }
             let key: RecordKey
-            if !directory, let taken = state.detached.removeValue(forKey: DetachedName(parent: parent, name: name)) {
+            if !directory, let taken = state.editorSaves.takeBack(FolderName(parent: parent, name: name), now: clock()) {
                 key = taken.record.key
                 node.recordType = taken.record.recordType
                 // Where the file is made now, which may differ from the record's folder
@@ -195,7 +195,9 @@ extension NoteTree: FileSystem {
     /// Deletes a node's record (queued for upload) and takes it out of its folder. A
     /// file's record waits `sameNoteWindow` for a new file under its name (see there).
     private func remove(_ state: inout State, _ inode: Inode) throws(Failure) {
-        if let key = state.nodes[inode]!.recordKey {
+        if try handOver(&state, deleting: inode) {
+            state.nodes[inode]!.kind = .scratch
+        } else if let key = state.nodes[inode]!.recordKey {
             let now = Date().timeIntervalSince1970
             deleteLater(&state, key)
             let node = state.nodes[inode]!
@@ -203,8 +205,9 @@ extension NoteTree: FileSystem {
                 let record = ReplicaRecord(
                     zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: node.name, parent: node.recordParent,
                     size: 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: now, modifiedBy: account)
-                state.detached[DetachedName(parent: node.parent, name: node.name)] = DetachedRecord(
-                    record: record, since: clock(), staleBase: node.staleBase, deletedInReplica: true)
+                state.editorSaves.noteRemoved(
+                    EditorSaves.Removed(record: record, since: clock(), staleBase: node.staleBase, deletedInReplica: true),
+                    from: FolderName(parent: node.parent, name: node.name))
             }
             if state.index[key] == inode { state.index[key] = nil }
             // An open handle keeps reading what it had; the file is scratch from now on.
@@ -271,7 +274,8 @@ extension NoteTree: FileSystem {
             let record = ReplicaRecord(
                 zone: key.zone, recordName: key.recordName, recordType: node.recordType ?? .note, name: name, parent: node.recordParent,
                 size: state.contents.count(inode) ?? 0, shareID: node.shareID, changeTag: nil, createdAt: now, modifiedAt: node.modified, modifiedBy: account)
-            state.detached[DetachedName(parent: parent, name: name)] = DetachedRecord(record: record, since: clock(), staleBase: node.staleBase)
+            state.editorSaves.noteRemoved(
+                EditorSaves.Removed(record: record, since: clock(), staleBase: node.staleBase), from: FolderName(parent: parent, name: name))
             state.index[key] = nil
             Self.noteLocalChange(&state, key)
             node.kind = .scratch
@@ -280,7 +284,7 @@ extension NoteTree: FileSystem {
             if let existing, let key = state.nodes[existing]!.recordKey {
                 let other = state.nodes[existing]!
                 identity = (key, other.recordType, other.shareID, other.staleBase)
-            } else if let taken = state.detached.removeValue(forKey: DetachedName(parent: newParent, name: newName)) {
+            } else if let taken = state.editorSaves.takeBack(FolderName(parent: newParent, name: newName), now: clock()) {
                 identity = (taken.record.key, taken.record.recordType, taken.record.shareID, taken.staleBase)
             }
             if let identity {
@@ -310,6 +314,10 @@ extension NoteTree: FileSystem {
                 node.shareID = target.shareID
                 node.contentDirty = true
                 state.index[key] = inode
+            } else if let key = node.recordKey {
+                // Kept by the rename, unless deleted while a file fills the name it left.
+                node.recordParent = destination.parent
+                state.editorSaves.noteMovedAway(inode, key: key, from: FolderName(parent: parent, name: name), now: clock())
             } else {
                 node.recordParent = destination.parent
             }
@@ -480,6 +488,7 @@ extension NoteTree: FileSystem {
     func holdsSave(_ key: RecordKey) -> Bool {
         let now = clock()
         return state.withLock { state in
+            if state.editorSaves.holdsSave(of: key, now: now) { return true }
             guard let inode = state.index[key], let since = state.handles.writingSince(inode) else { return false }
             return now - since < Self.sameNoteWindow
         }
@@ -503,9 +512,8 @@ extension NoteTree: FileSystem {
                 }
             }
             // Notes moved aside or removed and not taken back: deleted for good now.
-            for (name, detached) in state.detached {
-                state.detached[name] = nil
-                if !detached.deletedInReplica { try? replica.deleteLocal(detached.record.key) }
+            for removed in state.editorSaves.endAll() where !removed.deletedInReplica {
+                try? replica.deleteLocal(removed.record.key)
             }
             return (saved, failed)
         }

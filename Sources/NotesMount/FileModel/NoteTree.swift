@@ -23,9 +23,8 @@ public final class NoteTree: Sendable {
         /// Counts the changes from notesd applied to each zone, so that what is made up
         /// from notesd's answers about a zone (`VirtualFolders`) knows when to ask again.
         var zoneGenerations: [ZoneID: UInt64] = [:]
-        /// Records whose file an editor renamed to a backup name: the next file created
-        /// under the old name takes the record back (vim's backup-and-rename save).
-        var detached: [DetachedName: DetachedRecord] = [:]
+        /// Which file is the same note after an editor's save (see `EditorSaves`).
+        var editorSaves = EditorSaves()
         var nextLocalInode: Inode = InodeNumbers.localBit
         var handles = HandleTable()
         /// Names the kernel may have cached as missing that now exist (folders made on
@@ -239,9 +238,14 @@ public final class NoteTree: Sendable {
         for record in records {
             let key = record.key
             if let inode = state.index[key], var node = state.nodes[inode] {
+                // Unsaved writes through a handle still open stay, and so do their size and
+                // time: taking the record's instead made the version that replaces them
+                // later (a conflict copy's note, as long as the other's text) look like
+                // the one already shown, and the mount went on showing the writes.
+                let keepsWrites = node.openCount > 0 && node.contentDirty
                 if node.size != record.size || node.modified != record.modifiedAt {
                     invalidations.append(.content(inode))
-                    if node.openCount == 0 || !node.contentDirty { state.contents.remove(inode) }
+                    if !keepsWrites { state.contents.remove(inode) }
                     if node.kernelMayHold == nil { node.kernelMayHold = node.loadedTag ?? node.seenTag }
                     node.remoteGeneration &+= 1
                     node.seenIsOutdated = true
@@ -254,8 +258,10 @@ public final class NoteTree: Sendable {
                     // shows the record ends the note's volatile time.
                     invalidations.append(.content(inode))
                 }
-                node.size = record.size
-                node.modified = record.modifiedAt
+                if !keepsWrites {
+                    node.size = record.size
+                    node.modified = record.modifiedAt
+                }
                 node.changed = now
                 node.shareID = record.shareID
                 node.recordType = record.recordType
@@ -273,7 +279,7 @@ public final class NoteTree: Sendable {
                 // A note an editor had moved aside that shows again (changed elsewhere
                 // meanwhile) is no longer waiting: it must not be deleted when the wait
                 // ends (the simulation found such a delete held back for ever).
-                for (name, detached) in state.detached where detached.record.key == key { state.detached[name] = nil }
+                state.editorSaves.forget(key)
             }
         }
         var places = records.map { (key: $0.key, parent: $0.parent, name: $0.name) }
@@ -384,7 +390,7 @@ public final class NoteTree: Sendable {
                 // save land in this other note (the simulation, seed 1034).
                 guard let node = state.nodes[inode], node.attached, let folder = state.nodes[node.parent],
                     folder.children[wanted] == nil, folder.children[node.name] == inode,
-                    state.detached[DetachedName(parent: node.parent, name: wanted)] == nil
+                    !state.editorSaves.keepsFree(FolderName(parent: node.parent, name: wanted))
                 else { continue }
                 state.nodes[node.parent]?.children[node.name] = nil
                 var invalidations: [Invalidation] = [.entry(node.parent, node.name)]

@@ -29,19 +29,20 @@ extension NoteTree {
     /// and gets the size of the version it is then served.
     public func willApplyRemote(_ zone: ZoneID, records: [Record]) {
         guard let replaced = try? replica.replacing(zone, records), !replaced.isEmpty else { return }
-        let incoming = Dictionary(records.map { ($0.recordName, $0) }, uniquingKeysWith: { _, last in last })
         let known = state.withLock { state in
             var known: [Invalidation] = []
-            for name in replaced {
+            // Only a new text: after a change of name, place or share what was read is
+            // still the note's text, and taking it for an older version had the next save
+            // present an older base (`EditorSaveTests`, beside stress-ng: a conflict copy
+            // of a note just shared).
+            for (name, (replacedTag, newText)) in replaced where newText {
                 guard let inode = state.index[RecordKey(zone: zone, recordName: name)], var node = state.nodes[inode], !node.isDirectory else { continue }
-                // Only a new text (as `place` tells one): after a change of name, place or
-                // share what was read is still the note's text, and taking it for an older
-                // version had the next save present an older base (`EditorSaveTests`,
-                // beside stress-ng: a conflict copy of a note just shared).
-                guard let record = incoming[name],
-                    node.size != (record.recordType == .file ? record.bytes?.count ?? 0 : record.body?.utf8.count ?? 0)
-                        || node.modified != record.modifiedAt.timeIntervalSince1970
-                else { continue }
+                // Text written here and never read back holds no tag of its own: it builds
+                // on the version the replica holds until now (this mount's own upload),
+                // and a save of writes still open must present that version, or it would
+                // go up over the newer one and lose it (two machines of one account,
+                // both appending, lost one line).
+                if node.seenTag == nil, node.contentDirty || state.contents.has(inode) { node.seenTag = replacedTag }
                 if node.seenTag != nil { node.seenIsOutdated = true }
                 if node.lookups > 0 {
                     if node.kernelMayHold == nil { node.kernelMayHold = node.loadedTag ?? node.seenTag ?? "" }

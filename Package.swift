@@ -268,7 +268,7 @@ let package = Package(
         .executableTarget(
             name: "notes-fsbench",
             dependencies: [
-                "NotesModel", "NotesClient",
+                "NotesModel", "NotesClient", "NotesSpawn",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings

@@ -24,8 +24,13 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
         /// lookup that races with a name arriving from the server can leave a stale
         /// "missing" behind that no invalidation reaches.
         public var negativeTimeout: Double = 1
-        /// libfuse worker threads kept waiting for requests.
-        public var threads: UInt32 = 4
+        /// libfuse worker threads kept waiting for requests once started. Above libfuse's
+        /// own limit of workers (10), so that none is ever stopped: with 4, a burst of
+        /// requests (a `grep -r`) started and stopped threads all the time, and each
+        /// start costs more than the request it serves. libfuse advises -1, which its
+        /// 3.14 loop does not read as "never" in every version; a number this large
+        /// means the same in all of them.
+        public var threads: UInt32 = 10_000
         public init() {}
     }
 

@@ -20,6 +20,7 @@ struct FSBench: AsyncParsableCommand {
 
             Example:
               swift build -c release && .build/release/notes-fsbench --files 2000
+              .build/release/notes-fsbench --scale 100000
             """)
 
     @Option(help: "Notes in the workload's folder.")
@@ -37,7 +38,14 @@ struct FSBench: AsyncParsableCommand {
     @Option(help: "Saves queued while notesd is away, for the catch-up figure.")
     var catchUp = 1_000
 
+    @Option(
+        help: ArgumentHelp(
+            "Instead of the phases: whole-tree reads over this many notes on tmpfs, bindfs and the mount (first mount, find, three warm grep -rl, remount), with the mount's memory.",
+            valueName: "notes"))
+    var scale: Int?
+
     func run() async throws {
+        setvbuf(stdout, nil, _IOLBF, 0)  // progress shows as it comes, also into a file
         let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         let work = "/var/tmp/notes-fsbench-\(UUID().uuidString.prefix(6))"
         let shm = "/dev/shm/notes-fsbench-\(UUID().uuidString.prefix(6))"
@@ -53,6 +61,10 @@ struct FSBench: AsyncParsableCommand {
         let admin = daemon.client()
         let aliceToken = try await admin.createAccount(name: "alice").token
         let bobToken = try await admin.createAccount(name: "bob").token
+        if let scale {
+            try await ScaleBenchmark(notes: scale, binaries: binaries, daemon: daemon, token: aliceToken, work: work, shm: shm).run()
+            return
+        }
         print("notes-fsbench: \(files) notes of \(bytes) bytes; tmpfs at \(shm); \(ProcessInfo.processInfo.activeProcessorCount) cores")
 
         let payload = [UInt8](repeating: UInt8(ascii: "x"), count: bytes)

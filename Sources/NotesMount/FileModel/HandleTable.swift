@@ -61,6 +61,9 @@ struct HandleTable {
 
     func readTag(_ handle: UInt64) -> String? { handles[handle]?.readTag }
 
+    /// Whether `handle` was opened for writing.
+    func writes(_ handle: UInt64) -> Bool { handles[handle]?.writes ?? false }
+
     func appends(_ handle: UInt64) -> Bool { handles[handle]?.appends ?? false }
 
     func isOversized(_ handle: UInt64) -> Bool { handles[handle]?.oversized ?? false }

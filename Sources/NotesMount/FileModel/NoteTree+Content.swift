@@ -20,6 +20,31 @@ extension NoteTree {
         if let key = node.recordKey {
             do { (content, tag) = try replica.contentAndTag(of: key) ?? ([], nil) } catch { throw Errno.of(error) }
         }
+        install(&state, inode, content: content, tag: tag)
+    }
+
+    /// Reads a file's content from the replica with the tree unlocked, so that a read
+    /// that misses the cache (and may wait for the replica's queued commits) holds up
+    /// no other call. The content is taken only if nothing changed the replica's notes
+    /// or the node meanwhile (`contentEpoch`); otherwise the caller loads it locked.
+    func loadContentUnlocked(_ inode: Inode) throws(Failure) {
+        let wanted: (key: RecordKey, epoch: UInt64)? = try locked { state throws(Failure) in
+            guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
+            guard !state.contents.has(inode), !node.isDirectory, let key = node.recordKey else { return nil }
+            return (key, state.contentEpoch)
+        }
+        guard let wanted else { return }
+        let loaded: ([UInt8], String?)
+        do { loaded = try replica.contentAndTag(of: wanted.key) ?? ([], nil) } catch { throw Errno.of(error) }
+        state.withLock { state in
+            guard state.contentEpoch == wanted.epoch, !state.contents.has(inode), state.nodes[inode]?.recordKey == wanted.key else { return }
+            install(&state, inode, content: loaded.0, tag: loaded.1)
+        }
+    }
+
+    /// Makes `content`, the replica's version `tag`, what the tree holds for `inode`.
+    private func install(_ state: inout State, _ inode: Inode, content: [UInt8], tag: String?) {
+        guard let node = state.nodes[inode] else { return }
         state.contents.set(inode, content)
         state.nodes[inode]!.loadedTag = tag
         // A handle still open read an older version: a save made from what it read must

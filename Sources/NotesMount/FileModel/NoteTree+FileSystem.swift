@@ -199,6 +199,12 @@ extension NoteTree: FileSystem {
             state.nodes[inode]!.kind = .scratch
         } else if let key = state.nodes[inode]!.recordKey {
             let now = Date().timeIntervalSince1970
+            // An open handle keeps reading what it had (read before the delete empties
+            // the replica's row); the file is scratch from now on.
+            if state.nodes[inode]!.openCount > 0 && !state.contents.has(inode) {
+                state.contents.set(inode, (try? replica.contentAndTag(of: key))?.0 ?? [])
+                fitBudget(&state)
+            }
             deleteLater(&state, key)
             let node = state.nodes[inode]!
             if !node.isDirectory {
@@ -210,11 +216,6 @@ extension NoteTree: FileSystem {
                     from: FolderName(parent: node.parent, name: node.name))
             }
             if state.index[key] == inode { state.index[key] = nil }
-            // An open handle keeps reading what it had; the file is scratch from now on.
-            if state.nodes[inode]!.openCount > 0 && !state.contents.has(inode) {
-                state.contents.set(inode, (try? replica.contentAndTag(of: key))?.0 ?? [])
-                fitBudget(&state)
-            }
             state.nodes[inode]!.kind = .scratch
         }
         Self.detach(&state, inode)
@@ -356,9 +357,18 @@ extension NoteTree: FileSystem {
             // version while their invalidation is under way (they never reach the mount),
             // else the version held now. The handle is open before the content is loaded,
             // so that loading a newer version keeps the older one as a save's base.
+            // A reader opens from memory: its READs load the content (unlocked), and
+            // only those the kernel's page cache misses reach the mount at all. Until
+            // then it may read what the kernel holds: the version it last got.
+            let readsOnly = !mode.writes && !mode.truncates
+            let loaded = state.contents.has(inode)
             let handle = state.handles.open(
                 inode, appends: mode.appends, writes: mode.writes, now: clock(),
-                mayRead: node.kernelMayHold ?? (state.contents.has(inode) ? node.loadedTag : nil))
+                mayRead: node.kernelMayHold ?? (loaded ? node.loadedTag : readsOnly ? node.seenTag : nil))
+            if readsOnly && !loaded {
+                state.nodes[inode]!.openCount += 1
+                return handle
+            }
             do throws(Failure) {
                 try loadContent(&state, inode)
             } catch {
@@ -377,7 +387,8 @@ extension NoteTree: FileSystem {
     }
 
     public func read(_ inode: Inode, handle: UInt64, offset: Int, size: Int) throws(FileSystemError) -> [UInt8] {
-        try locked { state throws(Failure) in
+        try loadContentUnlocked(inode)
+        return try locked { state throws(Failure) in
             guard state.nodes[inode] != nil else { throw Failure(ENOENT) }
             try loadContent(&state, inode)
             state.handles.noteRead(handle, tag: state.nodes[inode]!.loadedTag, fromStart: offset == 0)
@@ -461,6 +472,7 @@ extension NoteTree: FileSystem {
 
     public func release(_ inode: Inode, handle: UInt64) {
         let uploadNow = state.withLock { state in
+            let wrote = state.handles.writes(handle)
             // The last writer gone: a save held back while it was open may go now.
             let lastWriter = state.handles.close(handle)
             guard var node = state.nodes[inode] else { return false }
@@ -471,7 +483,16 @@ extension NoteTree: FileSystem {
                 if node.contentDirty {
                     saved = persistLater(&state, inode) != nil
                 }
-                keepContent(&state, inode)
+                if !wrote && mayDropContent(&state, inode) {
+                    // What was only read stays in the kernel's page cache (`keep_cache`),
+                    // which serves the next reads without asking: a second copy here
+                    // would only grow the mount (a `grep -r` over 100,000 notes filled the
+                    // whole budget).
+                    state.contents.remove(inode)
+                    state.kept.remove(inode)
+                } else {
+                    keepContent(&state, inode)
+                }
                 Self.dropIfUnused(&state, inode)
             }
             return saved || lastWriter

@@ -30,6 +30,7 @@ extension NoteTree {
     public func willApplyRemote(_ zone: ZoneID, records: [Record]) {
         guard let replaced = try? replica.replacing(zone, records), !replaced.isEmpty else { return }
         let known = state.withLock { state in
+            state.contentEpoch &+= 1
             var known: [Invalidation] = []
             // Only a new text: after a change of name, place or share what was read is
             // still the note's text, and taking it for an older version had the next save
@@ -55,6 +56,21 @@ extension NoteTree {
         invalidate(known)
     }
 
+    /// Before the replica deletes records notesd deleted: files open here whose content
+    /// was never loaded (readers open from memory) take it now, so that an open handle
+    /// keeps reading what it had, as after a local unlink.
+    public func willDeleteRemote(_ zone: ZoneID, names: [String]) {
+        guard !names.isEmpty else { return }
+        state.withLock { state in
+            for name in names {
+                let key = RecordKey(zone: zone, recordName: name)
+                guard let inode = state.index[key], let node = state.nodes[inode], node.openCount > 0, !node.isDirectory, !state.contents.has(inode) else { continue }
+                state.contents.set(inode, (try? replica.contentAndTag(of: key))?.0 ?? [])
+                fitBudget(&state)
+            }
+        }
+    }
+
     /// Shows what the replica took from a page of the server's changes. Records changed
     /// here after `mark` (a rename or save made while the page was applied) are shown
     /// as the replica holds them now, not as the page left them: otherwise a note
@@ -63,6 +79,7 @@ extension NoteTree {
     public func applyRemote(_ effects: RemoteEffects, after mark: UInt64? = nil) {
         var invalidations: [Invalidation] = []
         state.withLock { state in
+            state.contentEpoch &+= 1
             for zone in Set(effects.updated.map(\.key.zone) + effects.removed.map(\.zone)) {
                 state.zoneGenerations[zone, default: 0] &+= 1
             }

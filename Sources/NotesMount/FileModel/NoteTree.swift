@@ -48,6 +48,10 @@ public final class NoteTree: Sendable {
         /// so that a page of the server's changes read before it does not undo it.
         var localSerial: UInt64 = 0
         var localChange: [RecordKey: UInt64] = [:]
+        /// Counts changes to what the replica holds for the tree's notes (local saves and
+        /// deletes, notesd's changes shown): content read from the replica unlocked is
+        /// taken only if none came meanwhile (`loadContentUnlocked`).
+        var contentEpoch: UInt64 = 0
         /// Records shown somewhere else than in their parent folder, which the tree does
         /// not hold (not yet, or no more): they move in when it arrives.
         var awaitingParent: Set<Inode> = []
@@ -132,6 +136,7 @@ public final class NoteTree: Sendable {
 
     /// Notes a local change to `key` (see `localMark`).
     static func noteLocalChange(_ state: inout State, _ key: RecordKey) {
+        state.contentEpoch &+= 1
         state.localSerial += 1
         state.localChange[key] = state.localSerial
     }
@@ -233,6 +238,7 @@ public final class NoteTree: Sendable {
     /// nodes, changed ones move and drop stale content. Parents are placed before
     /// children whatever the order of `records`.
     static func place(_ state: inout State, _ records: [ReplicaRecord], invalidations: inout [Invalidation]) {
+        state.contentEpoch &+= 1
         let now = Date().timeIntervalSince1970
         var newFolders: Set<RecordKey> = []
         for record in records {

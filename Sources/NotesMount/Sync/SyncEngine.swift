@@ -551,6 +551,7 @@ public final class SyncEngine: Sendable {
                     EventLog.Event(change: "deleted", zone: zone, recordName: name, path: tree.path(of: RecordKey(zone: zone, recordName: name)))
                 }
             tree.willApplyRemote(zone, records: page.records)
+            tree.willDeleteRemote(zone, names: page.deleted)
             let effects = try replica.applyRemote(zone, records: page.records, deleted: page.deleted, token: page.changeToken, scope: scope)
             tree.applyRemote(effects, after: mark)
             if let events, !fromScratch {

@@ -349,7 +349,10 @@ extension NoteTree: FileSystem {
     }
 
     public func open(_ inode: Inode, mode: OpenMode) throws(FileSystemError) -> UInt64 {
-        try locked { state throws(Failure) in
+        // A writer needs the content: read it from the replica before taking the lock
+        // (the locked load below then finds it, or loads it again if a change came).
+        if mode.writes || mode.truncates { try loadContentUnlocked(inode) }
+        return try locked { state throws(Failure) in
             guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
             guard !node.isDirectory else { throw Failure(EISDIR) }
             if mode.writes && !Self.access(state, inode, account: account).mayWrite { throw Failure(EACCES) }

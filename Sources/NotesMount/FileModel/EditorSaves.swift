@@ -94,6 +94,7 @@ struct EditorSaves {
     /// The record shows again from notesd (changed elsewhere meanwhile): nothing waits
     /// for it any more.
     mutating func forget(_ key: RecordKey) {
+        guard !removed.isEmpty || !movedAway.isEmpty else { return }
         removed = removed.filter { $0.value.record.key != key }
         movedAway = movedAway.filter { $0.value.key != key }
     }

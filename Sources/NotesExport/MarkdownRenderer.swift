@@ -37,32 +37,36 @@ public struct MarkdownRenderer: Sendable {
     }()
 
     /// cmark-gfm keeps the inline parser's table of special characters in a global that
-    /// attaching extensions changes, so two parses at once lose each other's
-    /// strikethrough or autolinks (seen in parallel tests). One parse at a time.
+    /// a parse sets from its extensions and clears when its inlines are done (and a
+    /// table row's parse does the same while the blocks are read), so two parses at once
+    /// lose each other's strikethrough or autolinks (seen in parallel tests). One parse
+    /// at a time; the tree it returns is the caller's own, so walking and rendering it
+    /// run in parallel.
     static let parsing = Mutex(())
 
     public func render(_ markdown: String) -> Page {
-        Self.parsing.withLock { _ in renderAlone(markdown) }
-    }
-
-    private func renderAlone(_ markdown: String) -> Page {
         var options = NOTES_CMARK_OPT_DEFAULT | NOTES_CMARK_OPT_FOOTNOTES
         if allowRawHTML { options |= NOTES_CMARK_OPT_UNSAFE }
         guard let parser = cmark_parser_new(options) else { return Page(title: nil, html: "") }
         defer { cmark_parser_free(parser) }
         for syntax in Self.extensions { cmark_parser_attach_syntax_extension(parser, syntax) }
         var text = markdown
-        text.withUTF8 { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { cmark_parser_feed(parser, $0.baseAddress, $0.count) }
+        // The tree stays on this thread; the lock only orders the parses.
+        nonisolated(unsafe) var parsed: OpaquePointer?
+        Self.parsing.withLock { _ in
+            text.withUTF8 { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { cmark_parser_feed(parser, $0.baseAddress, $0.count) }
+            }
+            parsed = cmark_parser_finish(parser)
         }
-        guard let document = cmark_parser_finish(parser) else { return Page(title: nil, html: "") }
+        guard let document = parsed else { return Page(title: nil, html: "") }
         defer { cmark_node_free(document) }
         let (title, headings) = rewrite(document)
         guard let rendered = cmark_render_html(document, options, cmark_parser_get_syntax_extensions(parser)) else {
             return Page(title: title, html: "")
         }
         defer { free(rendered) }
-        return Page(title: title, html: Self.addHeadingIDs(String(cString: rendered), headings))
+        return Page(title: title, html: Self.addHeadingIDs(UnsafeBufferPointer(start: UnsafePointer(rendered), count: strlen(rendered)), headings))
     }
 
     /// Walks the tree once: notes the headings, rewrites links, and turns raw HTML into
@@ -110,20 +114,27 @@ public struct MarkdownRenderer: Sendable {
     /// GitHub's anchors: `## Next steps` gets `id="next-steps"` (a number follows
     /// repeats), so links like `api.md#section` land on their heading. cmark writes
     /// headings as bare `<hN>` and escapes `<` in text, so each one is found in order.
-    static func addHeadingIDs(_ html: String, _ headings: [String]) -> String {
-        guard !headings.isEmpty else { return html }
-        var seen: [String: Int] = [:]
-        let bytes = Array(html.utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + headings.count * 24)
-        var index = 0
-        var heading = 0
-        while index < bytes.count {
-            // `<hN>` with N in 1...6, byte by byte (a Regex here cost a quarter of the export).
-            if heading < headings.count, bytes[index] == UInt8(ascii: "<"), index + 3 < bytes.count,
-                bytes[index + 1] == UInt8(ascii: "h"), (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(bytes[index + 2]),
-                bytes[index + 3] == UInt8(ascii: ">")
+    static func addHeadingIDs(_ html: UnsafeBufferPointer<CChar>, _ headings: [String]) -> String {
+        html.withMemoryRebound(to: UInt8.self) { bytes in
+            guard !headings.isEmpty, let base = bytes.baseAddress else { return String(decoding: bytes, as: UTF8.self) }
+            var seen: [String: Int] = [:]
+            var out: [UInt8] = []
+            out.reserveCapacity(bytes.count + headings.count * 24)
+            var copied = 0
+            var index = 0
+            var heading = 0
+            // `<hN>` with N in 1...6, found by memchr from one `<` to the next (a Regex
+            // here cost a quarter of the export).
+            while heading < headings.count, index < bytes.count,
+                let found = memchr(base + index, Int32(UInt8(ascii: "<")), bytes.count - index)
             {
+                index = UnsafePointer(found.assumingMemoryBound(to: UInt8.self)) - base
+                guard index + 3 < bytes.count, bytes[index + 1] == UInt8(ascii: "h"),
+                    (UInt8(ascii: "1")...UInt8(ascii: "6")).contains(bytes[index + 2]), bytes[index + 3] == UInt8(ascii: ">")
+                else {
+                    index += 1
+                    continue
+                }
                 var slug = slugify(headings[heading])
                 if let count = seen[slug] {
                     seen[slug] = count + 1
@@ -131,16 +142,15 @@ public struct MarkdownRenderer: Sendable {
                 } else {
                     seen[slug] = 1
                 }
-                out += bytes[index..<index + 3]
-                out += Array(" id=\"\(slug)\">".utf8)
+                out += bytes[copied..<index + 3]
+                out += " id=\"\(slug)\">".utf8
                 index += 4
+                copied = index
                 heading += 1
-            } else {
-                out.append(bytes[index])
-                index += 1
             }
+            out += bytes[copied...]
+            return String(decoding: out, as: UTF8.self)
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     static func slugify(_ text: String) -> String {

@@ -2,6 +2,7 @@
     @preconcurrency import Glibc
 #endif
 import Foundation
+import Synchronization
 
 /// Notes and folders to a static site: one page per note, an index per folder, links
 /// between notes pointing at the pages, attachments copied, one stylesheet. The same
@@ -54,16 +55,20 @@ public struct SiteExporter {
         var summary = Summary(pages: 0, indexes: 0, attachments: 0)
         var titles: [String: String] = [:]
         let notes = items.filter { !$0.isFolder && $0.target.hasSuffix(".md") }
-        for item in notes {
-            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: item.source)), as: UTF8.self)
-            let renderer = MarkdownRenderer(allowRawHTML: allowRawHTML, rewriteLink: Self.pageLink)
-            let page = renderer.render(text)
-            let name = URL(fileURLWithPath: item.target).deletingPathExtension().lastPathComponent
-            let title = page.title ?? name
-            titles[item.target] = title
-            let target = Self.pagePath(item.target)
-            try site.write(Data(Template.page(title: title, body: page.html, root: Self.root(of: target)).utf8), to: target)
-            summary.pages += 1
+        // Pages are rendered on every core, a batch at a time so that progress is shown
+        // as it goes and the first failure stops the export soon.
+        let renderer = MarkdownRenderer(allowRawHTML: allowRawHTML, rewriteLink: Self.pageLink)
+        for start in stride(from: 0, to: notes.count, by: Self.pagesPerBatch) {
+            let batch = Array(notes[start..<min(start + Self.pagesPerBatch, notes.count)])
+            let outcomes = Mutex([Result<String, any Error>?](repeating: nil, count: batch.count))
+            DispatchQueue.concurrentPerform(iterations: batch.count) { index in
+                let outcome = Result { try Self.writePage(batch[index], with: renderer, into: site) }
+                outcomes.withLock { $0[index] = outcome }
+            }
+            for (item, outcome) in zip(batch, outcomes.withLock { $0 }) {
+                titles[item.target] = try outcome!.get()
+            }
+            summary.pages += batch.count
             progress(summary.pages, notes.count)
         }
         for item in items where !item.isFolder && !item.target.hasSuffix(".md") {
@@ -91,6 +96,19 @@ public struct SiteExporter {
             summary.indexes += 1
         }
         return summary
+    }
+
+    static let pagesPerBatch = 256
+
+    /// Renders one note to its page and returns the page's title.
+    private static func writePage(_ item: Item, with renderer: MarkdownRenderer, into site: OutputFolder) throws -> String {
+        let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: item.source)), as: UTF8.self)
+        let page = renderer.render(text)
+        let name = URL(fileURLWithPath: item.target).deletingPathExtension().lastPathComponent
+        let title = page.title ?? name
+        let target = pagePath(item.target)
+        try site.write(Data(Template.page(title: title, body: page.html, root: root(of: target)).utf8), to: target)
+        return title
     }
 
     private func collect(_ source: String, as target: String, into items: inout [Item], top: Bool = false) throws {

@@ -4,6 +4,7 @@ import NotesModel
 
 struct Whoami: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "whoami",
         abstract: "Print the account this client acts as.",
         discussion: "Example:\n  notes whoami\n  NOTES_TOKEN=ntk_… notes whoami --json")
 
@@ -32,6 +33,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List every account on this notesd.",
             discussion: "Example:\n  notes account list --json")
 
@@ -54,6 +56,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Disable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "disable",
             abstract: "Refuse an account on every request (its tokens, the socket, its open event streams) until it is enabled; its notes and shares stay.",
             discussion: "Example:\n  notes account disable bob")
 
@@ -72,6 +75,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Delete an account for good: its zones with every note and version, its tokens; its shares stop and it leaves others'.",
             discussion: """
                 Notes the account wrote in others' zones stay, with its name as their author. \
@@ -115,6 +119,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Enable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "enable",
             abstract: "Let a disabled account in again, with the tokens it had.",
             discussion: "Example:\n  notes account enable bob")
 
@@ -133,6 +138,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "create",
             abstract: "Create an account and print its first token.",
             discussion: "Example:\n  notes account create bob --email bob@example.com")
 
@@ -154,6 +160,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Token: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "token",
             abstract: "Issue a new bearer token for an account.",
             discussion: "Example:\n  notes account token bob --expires-in 86400")
 
@@ -190,6 +197,7 @@ struct TokenCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "create",
             abstract: "Make a new token for your account and print it (shown once).",
             discussion: "Example:\n  notes token create --label \"CI\" --expires 30d")
 
@@ -213,6 +221,7 @@ struct TokenCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List your tokens (id, label, when issued, when they expire).",
             discussion: "Example:\n  notes token list --json")
 
@@ -238,6 +247,7 @@ struct TokenCommand: AsyncParsableCommand {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract: "Revoke a token at once: every request with it is refused, and the event streams it opened end.",
             discussion: "Example:\n  notes token revoke ntk_3fQ…")
 

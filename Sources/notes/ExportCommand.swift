@@ -10,6 +10,7 @@ import NotesModel
 /// `notes export PATH... --html -o DIR`: a static site of notes and folders.
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Export notes or folders of your mount as a static HTML site.",
         discussion: """
             Markdown is rendered by cmark-gfm with GitHub's extensions. Raw HTML in notes is \

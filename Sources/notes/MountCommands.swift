@@ -12,6 +12,7 @@ import NotesReplica
 /// `notes mount DIR`: the account's notes as files, for every editor.
 struct Mount: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "mount",
         abstract: "Mount your notes at DIR: private/ holds yours, shared/<owner>/ what others shared with you.",
         discussion: """
             Runs in the background unless --foreground is given; `notes unmount DIR` (or \
@@ -148,6 +149,7 @@ func isMounted(_ path: String) -> Bool {
 /// `notes unmount DIR`.
 struct Unmount: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "unmount",
         abstract: "Unmount a notes mount; queued saves stay in the replica and upload on the next mount.",
         discussion: "Example:\n  notes unmount ~/Notes")
 

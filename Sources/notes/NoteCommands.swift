@@ -7,6 +7,7 @@ import NotesModel
 /// a mount exists. The mount is the everyday way to edit.
 struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "put",
         abstract: "Save standard input as a note (creating it or replacing its text).",
         discussion: "Example:\n  echo '# Groceries' | notes put groceries.md")
 
@@ -38,6 +39,7 @@ struct Put: AsyncParsableCommand {
 
 struct Cat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cat",
         abstract: "Print a note of the default zone.",
         discussion: "Example:\n  notes cat groceries.md")
 

@@ -10,6 +10,7 @@ import NotesSearch
 
 struct Search: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "search",
         abstract: "Find notes by their words, in your notes and the shares you accepted.",
         discussion: """
             Words match inside words too (lann finds planning); "two words" is a phrase;

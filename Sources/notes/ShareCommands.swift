@@ -140,6 +140,7 @@ func describe(_ share: Share) -> String {
 
 struct Invitations: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "invitations",
         abstract: "List shares you are invited to and have not accepted yet.",
         discussion: "Example:\n  notes invitations\n  notes accept \"$(notes invitations --json | jq -r '.[0].url')\"")
 
@@ -168,6 +169,7 @@ struct Invitations: AsyncParsableCommand {
 
 struct Accept: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "accept",
         abstract: "Accept a share by its URL; it appears under shared/<owner>/ in your mounts.",
         discussion: "Example:\n  notes accept http://notes.example.com/s/Xy3…#plan.md")
 
@@ -203,6 +205,7 @@ struct Accept: AsyncParsableCommand {
 
 struct Participants: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "participants",
         abstract: "Who takes part in the share of a note or folder, and with what permission.",
         discussion: "Example:\n  notes participants ~/Notes/private/Work/plan.md --json")
 
@@ -222,6 +225,7 @@ struct Participants: AsyncParsableCommand {
 
 struct Unshare: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "unshare",
         abstract: "Owner: remove people from a share, or stop sharing altogether.",
         discussion: "Examples:\n  notes unshare ~/Notes/private/Work/plan.md --with bob\n  notes unshare ~/Notes/private/Work/plan.md")
 
@@ -259,6 +263,7 @@ struct Unshare: AsyncParsableCommand {
 
 struct Leave: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "leave",
         abstract: "Participant: leave a share; it goes from your mounts, the others keep it.",
         discussion: "Example:\n  notes leave ~/Notes/shared/alice/plan.md")
 
@@ -282,6 +287,7 @@ struct Leave: AsyncParsableCommand {
 
 struct History: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "history",
         abstract: "The versions of a note, newest first: when, by whom, its size, what changed, and its change tag.",
         discussion: "Example:\n  notes history ~/Notes/private/Work/plan.md")
 

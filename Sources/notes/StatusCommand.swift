@@ -10,6 +10,7 @@ import NotesReplica
 /// `notes status`: is the daemon there, which mounts run, what waits for upload.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show whether notesd is reachable, the mounts, and the changes waiting for upload.",
         discussion:
             "Example:\n  notes status\n  notes status --json | jq .queued\n\nConflict copies are listed by their place in the mount (private/plan (conflict, bob, 2026-11-22 14.05).md)\nuntil you delete them."

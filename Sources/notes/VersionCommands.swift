@@ -49,6 +49,7 @@ struct NoteVersions {
 
 struct Show: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "show",
         abstract: "Print a note as it is on notesd, or one of its earlier versions.",
         discussion: """
             Examples:
@@ -80,6 +81,7 @@ struct Show: AsyncParsableCommand {
 
 struct Diff: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "diff",
         abstract: "Compare two versions of a note as a unified diff (by default: the one before the current, and the current).",
         discussion: """
             Examples:
@@ -143,6 +145,7 @@ struct Diff: AsyncParsableCommand {
 
 struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "restore",
         abstract: "Make an earlier version's text the note's newest version (the history keeps every version, the current one included).",
         discussion: """
             Example:

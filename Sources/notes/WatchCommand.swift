@@ -71,6 +71,7 @@ struct WatchEvent: Encodable {
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Print changes to your notes and to the shares you take part in, as they happen: who, what, which share, when.",
         discussion: """
             Each line ends with a position; `--since POSITION` goes on from there without a gap \

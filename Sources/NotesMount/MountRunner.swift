@@ -36,6 +36,11 @@ public enum MountRunner {
         let events = try EventLog(path: URL(fileURLWithPath: cacheDirectory).appendingPathComponent("events-\(account).jsonl").path)
         let engine = SyncEngine(client: client, replica: replica, tree: tree, logger: logger, conflictMarkers: conflictMarkers, events: events)
         engineBox.withLock { $0 = engine }
+        var socketWatch: SocketWatch?
+        if case .unixSocket(let path) = client.endpoint {
+            socketWatch = SocketWatch(socketPath: path) { engine.notesdMayBeBack() }
+        }
+        defer { socketWatch?.stop() }
 
         let fileSystem = VirtualFolders(tree: tree, service: client, events: events, isOnline: { engine.isOnline }) { engine.requestFetch() }
         let mount = FuseMount(mountpoint: mountpoint, fileSystem: fileSystem)

@@ -50,6 +50,9 @@ public final class SyncEngine: Sendable {
     /// Uploads and fetches take turns (see `TurnLock`).
     let turns = TurnLock()
 
+    /// Ends the pause between attempts to reach notesd early (`notesdMayBeBack`).
+    let doorbell = Doorbell()
+
     /// Overlapping edits go into the note between git's conflict markers instead of
     /// into a conflict copy (`notes mount --conflict-markers`).
     let conflictMarkers: Bool
@@ -142,8 +145,13 @@ public final class SyncEngine: Sendable {
         }
     }
 
+    /// Says that notesd may be reachable again (its socket was made again): the event
+    /// loop tries at once instead of finishing its pause.
+    public func notesdMayBeBack() { doorbell.ring() }
+
     /// Follows the daemon's notices; reconnects with a growing pause when it is away
-    /// (at most a second: a failed connect is cheap, and queued saves wait on it).
+    /// (at most a second: a failed connect is cheap, and queued saves wait on it), or at
+    /// once when `notesdMayBeBack()` says so.
     private func eventLoop() async {
         var pause = 0.1
         while !Task.isCancelled {
@@ -167,8 +175,11 @@ public final class SyncEngine: Sendable {
                 setOnline(false)
                 logger.debug("event stream ended: \(error)")
             }
-            try? await Task.sleep(for: .seconds(pause))
-            pause = min(pause * 2, 1)
+            if await doorbell.pause(upTo: .seconds(pause)) {
+                pause = 0.1
+            } else {
+                pause = min(pause * 2, 1)
+            }
         }
     }
 

@@ -404,15 +404,31 @@ public final class Replica: Sendable {
     /// The server accepted a save: the row is in sync unless it changed again meanwhile
     /// (then only its base tag moves on).
     public func markSaved(_ key: RecordKey, dirty: Int64, as saved: NotesModel.Record) throws(ReplicaError) {
-        try write("mark \(key) uploaded") { db in
-            try db.cachedStatement(
+        try markUploaded(in: key.zone, saved: [(saved, dirty)], deleted: [])
+    }
+
+    /// A whole upload's answer in one transaction: each saved row is in sync unless it
+    /// changed again meanwhile (then only its base tag moves on), each deleted row is
+    /// forgotten unless it was made again. `dirty` is the row's mark when it was sent.
+    public func markUploaded(
+        in zone: ZoneID, saved: [(record: NotesModel.Record, dirty: Int64)], deleted: [(recordName: String, dirty: Int64)]
+    ) throws(ReplicaError) {
+        guard !saved.isEmpty || !deleted.isEmpty else { return }
+        try write("mark an upload to \(zone) done") { db in
+            let save = try db.cachedStatement(
                 sql: """
                     UPDATE records SET change_tag = ?, share_id = ?, modified_by = ?, refusal = NULL, sent_digest = NULL,
                         dirty = CASE WHEN dirty = ? THEN 0 ELSE dirty END
                     WHERE owner = ? AND zone = ? AND record_name = ?
-                    """
-            ).execute(
-                arguments: [saved.changeTag, saved.shareID, saved.modifiedBy, dirty, key.zone.owner, key.zone.name, key.recordName])
+                    """)
+            for (record, dirty) in saved {
+                try save.execute(arguments: [record.changeTag, record.shareID, record.modifiedBy, dirty, zone.owner, zone.name, record.recordName])
+            }
+            let delete = try db.cachedStatement(
+                sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND deleted = 1 AND dirty = ?")
+            for (name, dirty) in deleted {
+                try delete.execute(arguments: [zone.owner, zone.name, name, dirty])
+            }
         }
     }
 
@@ -450,11 +466,7 @@ public final class Replica: Sendable {
 
     /// The server applied a delete: forget the row unless it was re-created meanwhile.
     public func markDeleted(_ key: RecordKey, dirty: Int64) throws(ReplicaError) {
-        try write("mark \(key) deleted") { db in
-            try db.execute(
-                sql: "DELETE FROM records WHERE owner = ? AND zone = ? AND record_name = ? AND deleted = 1 AND dirty = ?",
-                arguments: [key.zone.owner, key.zone.name, key.recordName, dirty])
-        }
+        try markUploaded(in: key.zone, saved: [], deleted: [(key.recordName, dirty)])
     }
 
     /// Moves the base of a queued change to `changeTag` (`nil`: create it anew), so the

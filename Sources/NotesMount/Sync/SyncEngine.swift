@@ -112,11 +112,11 @@ public final class SyncEngine: Sendable {
             // A moment for a burst of saves (an editor's temp-write-rename, a `cp -r`) to
             // settle, so that temporaries never reach the server and a burst goes up in
             // few requests instead of competing with the writer for the CPU; a lone save
-            // waits 3 ms, a long burst at most 250 ms.
+            // waits 1 ms, a long burst at most 250 ms.
             var seen = uploadRequests.withLock { $0 }
             let start = ContinuousClock.now
             repeat {
-                try? await Task.sleep(for: .milliseconds(3))
+                try? await Task.sleep(for: .milliseconds(1))
                 let now = uploadRequests.withLock { $0 }
                 if now == seen { break }
                 seen = now
@@ -128,7 +128,7 @@ public final class SyncEngine: Sendable {
     private func fetchLoop() async {
         for await _ in fetches {
             // Notices come in bursts while others save: gather them for a moment.
-            try? await Task.sleep(for: .milliseconds(2))
+            try? await Task.sleep(for: .microseconds(500))
             let scope = fetchScope.withLock { pending in
                 defer { pending = [:] }
                 return pending
@@ -322,13 +322,11 @@ public final class SyncEngine: Sendable {
         do {
             let result = try await client.modify(ModifyRequest(zone: zone, saves: saves, deletes: deletes))
             setOnline(true)
-            for saved in result.saved {
-                let key = RecordKey(zone: zone, recordName: saved.recordName)
-                try replica.markSaved(key, dirty: dirty[saved.recordName] ?? 0, as: saved)
-                deferredForName.withLock { _ = $0.remove(key) }
-            }
-            for name in result.deleted {
-                try replica.markDeleted(RecordKey(zone: zone, recordName: name), dirty: dirty[name] ?? 0)
+            try replica.markUploaded(
+                in: zone, saved: result.saved.map { ($0, dirty[$0.recordName] ?? 0) }, deleted: result.deleted.map { ($0, dirty[$0] ?? 0) })
+            deferredForName.withLock { deferred in
+                guard !deferred.isEmpty else { return }
+                for saved in result.saved { deferred.remove(RecordKey(zone: zone, recordName: saved.recordName)) }
             }
             // What notesd says of the zone's history and trash changed too.
             tree.noteChanged(zone)

@@ -124,7 +124,7 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     public func invalidateContent(of inode: Inode) {
         withLiveSession { session in
             let result = fuse_lowlevel_notify_inval_inode(session, inode, 0, 0)
-            if result != 0 && result != -ENOENT { fputs("notes: invalidating inode \(inode) failed: \(result)\n", stderr) }
+            if !Self.harmless(result) { fputs("notes: invalidating inode \(inode) failed: \(result)\n", stderr) }
         }
     }
 
@@ -144,6 +144,14 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
         }
     }
 
+    /// Whether a notification's result leaves nothing stale: done, the kernel held no
+    /// such entry (`ENOENT`), or the kernel has not started the session yet (libfuse
+    /// answers `ENOSYS` until INIT has come, and before it the kernel caches nothing;
+    /// changes fetched while a mount starts run into that).
+    static func harmless(_ result: Int32) -> Bool {
+        result == 0 || result == -ENOENT || result == -ENOSYS
+    }
+
     /// Drops (or, with `expireOnly`, only times out) the kernel's entry for `name`. An
     /// expired entry is checked by a lookup on its next use and kept if it still names
     /// the same inode; kernels before 6.2 cannot expire, and drop it instead.
@@ -159,7 +167,7 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
                     if result == -ENOSYS && expireOnly {
                         result = fuse_lowlevel_notify_inval_entry(session, parent, chars.baseAddress, chars.count)
                     }
-                    if result != 0 && result != -ENOENT { fputs("notes: invalidating \(name) in \(parent) failed: \(result)\n", stderr) }
+                    if !Self.harmless(result) { fputs("notes: invalidating \(name) in \(parent) failed: \(result)\n", stderr) }
                 }
             }
         }

@@ -16,7 +16,7 @@ import Logging
 public final class NoteTree: Sendable {
     struct State {
         var account: String
-        var nodes: [Inode: Node] = [:]
+        var nodes = NodeTable()
         var index: [RecordKey: Inode] = [:]
         var shares: [String: Share] = [:]
         var zones: [ZoneID: DatabaseScope] = [:]

@@ -15,6 +15,8 @@ struct NodeTable: Sequence {
     private var free: [Int32] = []
 
     var count: Int { placeOf.count }
+    /// Nodes the table holds before it must move them to make room.
+    var capacity: Int { places.capacity }
     var isEmpty: Bool { placeOf.isEmpty }
 
     subscript(inode: Inode) -> Node? {

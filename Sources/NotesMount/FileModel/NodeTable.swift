@@ -6,8 +6,7 @@ import NotesFS
 /// notes took 69 MB there, and take about 30 MB here.
 ///
 /// Reads and writes look like a dictionary's (`nodes[inode]`, `nodes[inode] = nil`,
-/// `nodes[inode]!.size = 0`); a node being changed in place is moved out of its place
-/// first, so that changing a folder's children never copies them.
+/// `nodes[inode]!.size = 0`), and a node is changed where it lies.
 struct NodeTable: Sequence {
     private var places: [Node?] = []
     private var placeOf: [Inode: Int32] = [:]
@@ -22,30 +21,29 @@ struct NodeTable: Sequence {
     subscript(inode: Inode) -> Node? {
         get { placeOf[inode].flatMap { places[Int($0)] } }
         _modify {
-            let place = placeOf[inode]
-            var node = place.flatMap { places[Int($0)].take() }
-            defer { put(node, at: place, for: inode) }
-            yield &node
+            if let place = placeOf[inode] {
+                // Changed where it lies: nothing is copied, and a folder's children stay
+                // uniquely held (a copy would copy them all on the next change).
+                yield &places[Int(place)]
+                if case .none = places[Int(place)] {
+                    placeOf[inode] = nil
+                    free.append(place)
+                }
+            } else {
+                var node: Node?
+                yield &node
+                if let node { insert(node, for: inode) }
+            }
         }
     }
 
-    private mutating func put(_ node: consuming Node?, at place: Int32?, for inode: Inode) {
-        switch (place, node) {
-        case (let place?, let node?):
+    private mutating func insert(_ node: Node, for inode: Inode) {
+        if let place = free.popLast() {
             places[Int(place)] = node
-        case (let place?, nil):
-            placeOf[inode] = nil
-            free.append(place)
-        case (nil, let node?):
-            if let place = free.popLast() {
-                places[Int(place)] = node
-                placeOf[inode] = place
-            } else {
-                placeOf[inode] = Int32(places.count)
-                places.append(node)
-            }
-        case (nil, nil):
-            break
+            placeOf[inode] = place
+        } else {
+            placeOf[inode] = Int32(places.count)
+            places.append(node)
         }
     }
 

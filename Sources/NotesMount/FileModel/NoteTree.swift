@@ -299,13 +299,14 @@ public final class NoteTree: Sendable {
         // Records shown elsewhere while their folder was missing move in as soon as the
         // tree holds it (it arrived, or came back after a refused delete: the simulation
         // found children left at the zone's root when the folder's node had outlived it).
-        let placed = Set(places.map(\.key))
+        let placed = state.awaitingParent.isEmpty ? [] : Set(places.map(\.key))
         for inode in state.awaitingParent {
             guard let node = state.nodes[inode], case .record(let key) = node.kind, state.index[key] == inode, let parent = node.recordParent,
                 state.index[RecordKey(zone: key.zone, recordName: parent)] != nil, !placed.contains(key)
             else { continue }
             places.append((key, parent, state.displaced[inode] ?? node.name))
         }
+        var lastTop: (zone: ZoneID, inode: Inode)?
         for record in places {
             guard let inode = state.index[record.key], let node = state.nodes[inode] else { continue }
             let waiting = waitsForParent(state, key: record.key, parent: record.parent)
@@ -316,10 +317,20 @@ public final class NoteTree: Sendable {
                 // or for the end of the fetch (`showOrphans`), instead of flashing at
                 // the zone's root (a fresh mount showed 30 such strays for seconds).
                 if !node.attached { continue }
-            } else {
+            } else if !state.awaitingParent.isEmpty {
                 state.awaitingParent.remove(inode)
             }
-            let parent = parentInode(&state, key: record.key, parent: record.parent)
+            // The notes at the top of one of the account's zones share their folder: found
+            // once per run of them. (A shared zone's top notes may each be a share's root,
+            // shown elsewhere.)
+            let parent: Inode
+            if record.parent == nil, let last = lastTop, last.zone == record.key.zone {
+                parent = last.inode
+            } else {
+                parent = parentInode(&state, key: record.key, parent: record.parent)
+                let own = record.parent == nil && state.zones[record.key.zone] == .private
+                lastTop = own ? (record.key.zone, parent) : nil
+            }
             // In place only if its folder lists it too: a folder removed by a delete from
             // elsewhere and brought back (a refused delete, a revived record) is a new
             // node with no children, while its children still point at its number (the

@@ -35,24 +35,33 @@ final class SocketWatch: Sendable {
         guard descriptor >= 0 else { return nil }
         let watches = Mutex(Watches())
         let arrivals = UInt32(IN_CREATE | IN_MOVED_TO | IN_ATTRIB)
-        watches.withLock { $0.folder = inotify_add_watch(descriptor, paths.folder, arrivals) }
+        /// Watches the folder, or the folder above until the folder is back; true when the
+        /// socket is there already (it may have come while nothing watched).
+        @Sendable func watchFolder(_ watches: inout Watches) -> Bool {
+            for _ in 0..<2 {
+                watches.folder = inotify_add_watch(descriptor, paths.folder, arrivals)
+                if watches.folder >= 0 {
+                    if watches.parent >= 0 { _ = inotify_rm_watch(descriptor, watches.parent) }
+                    watches.parent = -1
+                    return access(paths.socket, F_OK) == 0
+                }
+                // The folder may come back between these two calls: tried once more after.
+                if watches.parent < 0 { watches.parent = inotify_add_watch(descriptor, paths.parent, UInt32(IN_CREATE | IN_MOVED_TO)) }
+            }
+            return false
+        }
+        watches.withLock { _ = watchFolder(&$0) }
         let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: DispatchQueue(label: "notes.socket-watch"))
         source.setEventHandler {
             var back = false
             for event in Self.drain(descriptor) {
                 watches.withLock { watches in
                     if event.watch == watches.folder && event.mask & UInt32(IN_IGNORED) != 0 {
-                        watches.folder = inotify_add_watch(descriptor, paths.folder, arrivals)
-                        if watches.folder < 0 { watches.parent = inotify_add_watch(descriptor, paths.parent, UInt32(IN_CREATE | IN_MOVED_TO)) }
+                        back = watchFolder(&watches) || back
                     } else if event.watch == watches.folder && event.name == paths.socketName {
                         back = true
                     } else if event.watch == watches.parent && event.name == paths.folderName {
-                        watches.folder = inotify_add_watch(descriptor, paths.folder, arrivals)
-                        if watches.folder >= 0 {
-                            _ = inotify_rm_watch(descriptor, watches.parent)
-                            watches.parent = -1
-                            back = back || access(paths.socket, F_OK) == 0
-                        }
+                        back = watchFolder(&watches) || back
                     }
                 }
             }

@@ -80,12 +80,15 @@ extension NoteTree: FileSystem {
     }
 
     public func makeDirectory(parent: Inode, name: String) throws(FileSystemError) -> FileAttributes {
-        let result = try locked { state throws(Failure) in
+        // The save is queued under the lock and waited for after it, as `close` does: no
+        // other call waits on SQLite meanwhile.
+        let (result, ticket) = try locked { state throws(Failure) in
             let inode = try makeNode(&state, parent: parent, name: name, directory: true)
             state.nodes[inode]!.lookups += 1
-            try persist(&state, inode)
-            return try attributes(state, inode)
+            let ticket = try persistOrFail(&state, inode, durable: false)
+            return (try attributes(state, inode), ticket)
         }
+        if let ticket { try waitForSave(ticket, of: result.inode) }
         onLocalChange()
         return result
     }
@@ -585,7 +588,7 @@ extension NoteTree: FileSystem {
     }
 
     public func setAttributes(of inode: Inode, _ changes: AttributeChanges) throws(FileSystemError) -> FileAttributes {
-        var saved = false
+        var saving: WriteTicket?
         let result = try locked { state throws(Failure) in
             guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
             let current = try attributes(state, inode)
@@ -606,11 +609,10 @@ extension NoteTree: FileSystem {
                     state.nodes[inode]!.contentDirty = true
                     state.nodes[inode]!.modified = Date().timeIntervalSince1970
                 }
-                // `truncate(1)` on a path may never open the file: save now.
+                // `truncate(1)` on a path may never open the file: saved now (queued here,
+                // waited for once the lock is released).
                 if state.nodes[inode]!.openCount == 0 && state.nodes[inode]!.contentDirty {
-                    try persist(&state, inode)
-                    state.contents.remove(inode)
-                    saved = true
+                    saving = try persistOrFail(&state, inode, durable: false)
                 }
                 keepContent(&state, inode)
             }
@@ -621,7 +623,10 @@ extension NoteTree: FileSystem {
             }
             return try attributes(state, inode)
         }
-        if saved { onLocalChange() }
+        if let saving {
+            try waitForSave(saving, of: inode)
+            onLocalChange()
+        }
         return result
     }
 

@@ -16,16 +16,10 @@ enum ScratchNames {
 
     /// vim's swap files: `.name.swp`, then `.swo`, `.swn`, … down to `.swa`.
     private static func isVimSwap(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard bytes.count >= 4 else { return false }
-        let tail = bytes.suffix(4)
-        let s = tail[tail.startIndex]
-        let w = tail[tail.startIndex + 1]
-        let p = tail[tail.startIndex + 2]
-        let dot = bytes[bytes.count - 4]
-        _ = s
-        return dot == UInt8(ascii: ".") && w == UInt8(ascii: "s") && p == UInt8(ascii: "w")
-            && (UInt8(ascii: "a")...UInt8(ascii: "p")).contains(bytes[bytes.count - 1])
+        let bytes = Array(name.utf8.suffix(4))
+        guard bytes.count == 4 else { return false }
+        return bytes[0] == UInt8(ascii: ".") && bytes[1] == UInt8(ascii: "s") && bytes[2] == UInt8(ascii: "w")
+            && (UInt8(ascii: "a")...UInt8(ascii: "p")).contains(bytes[3])
     }
 
     /// vim's check that it may create files in a folder: `4913`, then `5036`, … (steps of 123).

@@ -62,7 +62,8 @@ import Testing
             #expect((phase["peakMegabytes"] as? Double ?? .infinity) < 300, "\(name): notesd's peak was \(phase["peakMegabytes"] ?? "?") MB")
         }
         // And 200 guesses at once are refused past the limit, unhashed
-        #expect((phases.first { $0["phase"] as? String == "guesses" }?["attackerRefused"] as? Int ?? 0) >= 150)
+        let guesses = phases.first { $0["phase"] as? String == "guesses" }
+        #expect((guesses?["attackerRefused"] as? Int ?? 0) >= 150, "the guesses phase: \(guesses ?? [:])")
         // And a trashed folder of 1,000 notes came back whole (and went again) at least once
         #expect((phases.first { $0["phase"] as? String == "restore" }?["attackerDone"] as? Int ?? 0) >= 1)
     }

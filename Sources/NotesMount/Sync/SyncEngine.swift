@@ -127,8 +127,10 @@ public final class SyncEngine: Sendable {
 
     private func fetchLoop() async {
         for await _ in fetches {
-            // Notices come in bursts while others save: gather them for a moment.
-            try? await Task.sleep(for: .microseconds(500))
+            // Notices come in bursts while others save: those that came while the last
+            // fetch ran are already one signal (the stream keeps the newest only), and a
+            // yield gathers those arriving at once; a pause would only delay a lone one.
+            await Task.yield()
             let scope = fetchScope.withLock { pending in
                 defer { pending = [:] }
                 return pending

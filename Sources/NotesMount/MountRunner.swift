@@ -14,7 +14,7 @@ import Synchronization
 /// session, until SIGTERM/SIGINT or an external unmount.
 public enum MountRunner {
     public static func run(mountpoint: String, client: NotesClient, cacheDirectory: String, conflictMarkers: Bool = false, logger: Logger) async throws {
-        ProcessMemory.returnLargeBuffersToTheSystem()
+        ProcessMemory.tune(arenas: 2, keepFree: 128 * 1024)
         try ReplicaLocation.prepare(cacheDirectory)
         let account = try await accountName(client: client, cacheDirectory: cacheDirectory, logger: logger)
         let replicaPath = ReplicaLocation.path(in: cacheDirectory, account: account)

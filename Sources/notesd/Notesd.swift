@@ -58,22 +58,13 @@ struct Notesd: AsyncParsableCommand {
     }
 
     /// glibc's allocator, set for a server whose event loops receive 16 MB bodies while
-    /// its writer runs SQLite on another thread. By default each thread may get an arena of
-    /// its own, and an arena gives memory back to the kernel once 128 KiB sits free at its
-    /// top: the writer's small allocations kept faulting in fresh pages and taking the TLB
-    /// shootdowns of other threads' unmaps, inside the transaction every other account
-    /// waits for. Two arenas, and 64 MiB kept before giving any back, took a 400-note
-    /// batch's transaction from 18 to 14 ms of CPU, with notesd's peak memory no higher.
+    /// its writer runs SQLite on another thread. With an arena per thread, the writer's
+    /// small allocations kept faulting in fresh pages and taking the TLB shootdowns of
+    /// other threads' unmaps, inside the transaction every other account waits for. Two
+    /// arenas took a 400-note batch's transaction from 18 to 14 ms of CPU, with notesd's
+    /// peak memory no higher.
     static func tuneAllocator() {
-        #if canImport(Glibc)
-            // (`malloc.h` is not in Swift's Glibc module: `mallopt` is looked up, and its
-            // parameters are glibc's M_TRIM_THRESHOLD, -1, and M_ARENA_MAX, -8.)
-            typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
-            guard let symbol = dlsym(nil, "mallopt") else { return }
-            let mallopt = unsafeBitCast(symbol, to: Mallopt.self)
-            _ = mallopt(-8, 2)
-            _ = mallopt(-1, 64 << 20)
-        #endif
+        ProcessMemory.tune(arenas: 2, keepFree: 128 * 1024)
     }
 
     /// Runs Swift concurrency on NIO's event loops, so that a request's handler runs on
@@ -174,7 +165,6 @@ struct Notesd: AsyncParsableCommand {
         }
         // A render worker killed mid-write must not take notesd with it.
         signal(SIGPIPE, SIG_IGN)
-        ProcessMemory.returnLargeBuffersToTheSystem()
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
         }

@@ -544,6 +544,8 @@ public final class SyncEngine: Sendable {
         // reads it while this one is applied (a first mount of 100,000 notes is 50 pages).
         var next: Task<Result<ZoneChanges, NotesError>, Never>?
         defer { next?.cancel() }
+        var pages = 0
+        defer { if pages > 1 { ProcessMemory.giveBackFreePages() } }
         while true {
             let page: ZoneChanges
             let answer: Result<ZoneChanges, NotesError>
@@ -564,6 +566,7 @@ public final class SyncEngine: Sendable {
             case .failure(let error):
                 throw error
             }
+            pages += 1
             if page.moreComing {
                 next = Task { [token = page.changeToken] in await self.changes(of: zone, since: token) }
             }

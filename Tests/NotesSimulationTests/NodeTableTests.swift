@@ -1,4 +1,6 @@
 import NotesFS
+import NotesModel
+import NotesReplica
 @testable import NotesMount
 import Testing
 
@@ -54,5 +56,46 @@ import Testing
         #expect(table.count == 20_000)
         #expect(moves <= 5, "room made for each page moved every node \(moves) times")
         #expect(table[16]?.name == "16.md" && table[20_015]?.name == "20015.md")
+    }
+}
+
+/// A node's size is the mount's memory per note; the fields seldom set live apart.
+@Suite struct NodeLayoutTests {
+    @Test func aNodeStaysWithinTwoHundredBytes() {
+        #expect(MemoryLayout<Node>.stride <= 200, "a node takes \(MemoryLayout<Node>.stride) bytes")
+        #expect(MemoryLayout<Node?>.stride <= 200, "a place in the table takes \(MemoryLayout<Node?>.stride) bytes")
+    }
+
+    @Test func seldomFieldsReadBackAndCopiesStayApart() {
+        var node = Node(inode: 5, parent: 1, name: "a.md", kind: .scratch, isDirectory: false, shareID: "share-1", modified: 0, changed: 0, accessed: 0)
+        #expect(node.shareID == "share-1" && node.kernelMayHold == nil && node.remoteGeneration == 0)
+        let copy = node
+        node.kernelMayHold = "7"
+        node.remoteGeneration &+= 1
+        node.shareID = nil
+        #expect(node.shareID == nil && node.kernelMayHold == "7" && node.remoteGeneration == 1)
+        #expect(copy.shareID == "share-1" && copy.kernelMayHold == nil && copy.remoteGeneration == 0)
+        node.kernelMayHold = nil
+        node.remoteGeneration = 0
+        #expect(node.kernelMayHold == nil && node.remoteGeneration == 0)
+    }
+}
+
+/// The record index reads and writes as a dictionary keyed by `RecordKey` would.
+@Suite struct RecordIndexTests {
+    @Test func recordsAreFoundPerZoneAndCounted() {
+        let mine = ZoneID(owner: "alice", name: "_defaultZone")
+        let theirs = ZoneID(owner: "bob", name: "_defaultZone")
+        var index = RecordIndex()
+        index[RecordKey(zone: mine, recordName: "n1")] = 10
+        index[RecordKey(zone: theirs, recordName: "n1")] = 20
+        index[RecordKey(zone: mine, recordName: "n2")] = 30
+        #expect(index.count == 3)
+        #expect(index[RecordKey(zone: mine, recordName: "n1")] == 10 && index[RecordKey(zone: theirs, recordName: "n1")] == 20)
+        index[RecordKey(zone: mine, recordName: "n1")] = 11
+        #expect(index.count == 3 && index[RecordKey(zone: mine, recordName: "n1")] == 11)
+        index[RecordKey(zone: theirs, recordName: "n1")] = nil
+        index[RecordKey(zone: theirs, recordName: "missing")] = nil
+        #expect(index.count == 2 && index[RecordKey(zone: theirs, recordName: "n1")] == nil)
     }
 }

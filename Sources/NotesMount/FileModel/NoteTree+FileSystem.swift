@@ -138,10 +138,11 @@ extension NoteTree: FileSystem {
             if state.nodes[inode] != nil { inode = Self.newLocalInode(&state) }
             state.index[key] = inode
         }
+        let dirty = node.contentDirty
         node = Node(
             inode: inode, parent: parent, name: name, kind: node.kind, isDirectory: directory, recordType: node.recordType,
-            shareID: node.shareID, recordParent: node.recordParent, modified: now, changed: now, accessed: now,
-            contentDirty: node.contentDirty)
+            shareID: node.shareID, recordParent: node.recordParent, modified: now, changed: now, accessed: now)
+        node.contentDirty = dirty
         state.nodes[inode] = node
         state.contents.set(inode, directory ? nil : [])
         state.nodes[parent]!.children[name] = inode

@@ -17,7 +17,7 @@ public final class NoteTree: Sendable {
     struct State {
         var account: String
         var nodes = NodeTable()
-        var index: [RecordKey: Inode] = [:]
+        var index = RecordIndex()
         var shares: [String: Share] = [:]
         var zones: [ZoneID: DatabaseScope] = [:]
         /// Counts the changes from notesd applied to each zone, so that what is made up
@@ -246,7 +246,6 @@ public final class NoteTree: Sendable {
         // its time there).
         if records.count > 1_000 {
             state.nodes.reserveCapacity(state.nodes.count + records.count)
-            state.index.reserveCapacity(state.index.count + records.count)
         }
         for record in records {
             let key = record.key

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOCore
 public import NotesModel
 
 extension NotesClient {
@@ -134,9 +135,9 @@ extension NotesClient {
     }
 
     private func startChanges(_ zone: ZoneID, since token: String?, limit: Int) async throws(NotesError) -> HTTPClientResponse {
-        let payload: [UInt8]
+        let payload: ByteBuffer
         do {
-            payload = Array(try NotesJSON.encoder().encode(API.ZoneChangesQuery(zone: zone, since: token, limit: limit)))
+            payload = ByteBuffer(bytes: try NotesJSON.encoder().encode(API.ZoneChangesQuery(zone: zone, since: token, limit: limit)))
         } catch {
             throw NotesError(.invalidArguments, "Could not encode the request: \(error)")
         }

@@ -12,8 +12,11 @@ public enum Limits {
     /// Largest page of a "changes since" fetch.
     public static let maxChangesPage = 2_000
     /// Most content bytes in one page of changes, past its first record: a page stops
-    /// early (with `moreComing`) rather than carry 2,000 notes of 16 MiB.
-    public static let maxChangesPageBytes = 32 * 1024 * 1024
+    /// early (with `moreComing`) rather than carry 2,000 notes of 16 MiB. A page is in a
+    /// mount's memory three times while it is read (the HTTP buffer, its bytes, the
+    /// decoded records): at 32 MiB, the pages of its own uploads took a mount under
+    /// fsstress to 241 MB. The same bound as an upload's.
+    public static let maxChangesPageBytes = 8 * 1024 * 1024
     /// Most names in one lookup by record name.
     public static let maxLookupNames = 2_000
     /// Most content bytes in one lookup answer, past its first record; the names not

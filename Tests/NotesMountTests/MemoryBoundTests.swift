@@ -3,7 +3,7 @@ import NotesTestSupport
 import Testing
 
 /// The mount's memory holds its bound whatever runs in it: closed files' content kept in
-/// memory is counted and capped (64 MiB), whether it came from writes, appends, renames
+/// memory is counted and capped (32 MiB), whether it came from writes, appends, renames
 /// over other files or truncates. (fsstress left the mount at 513 MB resident with its
 /// files still there: appends doubled buffers the count did not see, and content loaded
 /// by a rename or truncate of a closed file was never counted at all.)
@@ -35,16 +35,16 @@ struct MemoryBoundTests {
         let run = Shell.run(script, in: folder)
         #expect(run.status == 0, "\(run)")
         #expect(await queueDrained(people.aliceMount, 120))
-        // The bound: 64 MiB of content over what the mount held before, with room for
+        // The bound: 32 MiB of content over what the mount held before, with room for
         // one file in flight and the allocator's slack. Content kept while its save was
         // still queued (a busy machine) leaves within a tick of the commit: the mount
         // gets a few seconds to come back under it.
         var after = Self.resident(pid)
         _ = await eventually(15) {
             after = Self.resident(pid)
-            return after.rss - before.rss < 64 + 48
+            return after.rss - before.rss < 32 + 48
         }
         print("mount memory: \(before.rss) MB resident before, \(after.rss) MB after (peak \(after.peak) MB) for 96 MiB of files")
-        #expect(after.rss - before.rss < 64 + 48, "the mount grew from \(before.rss) to \(after.rss) MB resident")
+        #expect(after.rss - before.rss < 32 + 48, "the mount grew from \(before.rss) to \(after.rss) MB resident")
     }
 }

@@ -3,7 +3,7 @@ import NotesModel
 import Testing
 
 /// The date writer reads stored rows and request values: it must be total, since a
-/// trap while encoding a stored date stops notesd on every start (issue 14, section 1).
+/// trap while encoding a stored date stops notesd on every start.
 @Suite struct NumberBoundsTests {
     static let extremes: [Double] = [
         .infinity, -.infinity, .nan, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,

@@ -7,7 +7,7 @@ import NotesModel
 import NotesTestSupport
 import Testing
 
-/// Issue 7: offline work, concurrent edits and crashes, with real processes stopped and
+/// Offline work, concurrent edits and crashes, with real processes stopped and
 /// killed under the mounts. Each test ends by checking that every line anyone wrote is
 /// still somewhere the user can see it.
 @Suite(.serialized, .enabled(if: MountProcess.fuseAvailable, "mount tests need /dev/fuse, which this machine lacks"))

@@ -171,7 +171,7 @@ struct PosixTests {
     }
 }
 
-/// What pjdfstest found (issue 14): a folder's link count, ctime, sub-second times.
+/// What pjdfstest found: a folder's link count, ctime, sub-second times.
 @Suite(.serialized, .enabled(if: MountProcess.fuseAvailable, "needs /dev/fuse"))
 struct PjdfstestFindingsTests {
     @Test func foldersCountTheirSubfoldersAndCtimeFollowsEveryChange() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// What shells and editors send that is not a rename, and must still keep a note's
 /// identity (record, share, history), and names that two notes want at once. The
-/// sequences come from issue 13's report of a new user's run.
+/// sequences come from a report of a new user's run.
 @Suite(.serialized, .enabled(if: MountProcess.fuseAvailable, "needs /dev/fuse"))
 struct SameNoteTests {
     /// Alice's `private/Team` zone shared read-write with Bob, with `plan.md` in it.

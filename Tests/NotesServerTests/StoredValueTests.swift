@@ -8,7 +8,7 @@ import NotesTestSupport
 import Testing
 
 /// Values that came in as numbers are bounded before they are stored, and nothing
-/// already stored can stop notesd from starting and serving (issue 14, section 1).
+/// already stored can stop notesd from starting and serving.
 @Suite(.serialized) struct StoredValueTests {
     /// The fuzzer's finding: `publicExpiresIn: 1.7976931348623157e+308` was stored, and
     /// encoding the share trapped on every later `GET /v1/shares`, restarts included.

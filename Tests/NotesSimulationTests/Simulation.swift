@@ -38,7 +38,7 @@ final class Simulation {
     /// is the only one writing there (bob's and carol's): files by identity, so that a
     /// rename moves one and a file written through a handle after it was replaced or
     /// removed shows nowhere. A mount killed starts a new model from what it shows (a
-    /// `kill -9` may undo its last rename or delete). The simulation of issue 13 could
+    /// `kill -9` may undo its last rename or delete). An earlier simulation could
     /// not see a file that came back after its delete (fsstress found one): both the
     /// mount and notesd showed it, so they agreed.
     var models: [String: PosixModel] = [:]

@@ -216,7 +216,7 @@ import Testing
         await f.expectFailure(.permissionFailure) { _ = try await f.all(as: Fixture.bob) }
     }
 
-    /// Issue 14: versions were looked up by record name alone, so a record made under the
+    /// Versions were looked up by record name alone, so a record made under the
     /// name of a deleted one read that one's history, outside any share.
     @Test(arguments: Backend.allCases)
     func aRecordMadeUnderADeletedOnesNameDoesNotReadItsHistory(_ backend: Backend) async throws {

@@ -33,6 +33,31 @@ import Testing
         try replica.nextBatch(limit: limit, byteBudget: budget, skipping: [], holding: { key, deleted in deleted && holding(key) }, cost: { content, _ in content?.count ?? 0 })
     }
 
+    @Test func aLoadInChunksHandsOverEveryRecordOnceOutlineFirst() throws {
+        for index in 0..<25 { _ = try replica.saveLocal(row("n\(index)"), content: Array("x".utf8)) }
+        _ = try replica.saveLocal(row("gone"), content: [])
+        try replica.deleteLocal(RecordKey(zone: zone, recordName: "gone"))
+        var chunks: [[ReplicaRecord]] = []
+        var outlined: ReplicaOutline?
+        let outline = try replica.load(inChunksOf: 4) {
+            outlined = $0
+        } each: {
+            chunks.append($0)
+        }
+        // The outline comes first and counts what follows; deleted records stay out.
+        #expect(outlined?.recordCount == 25 && outline.recordCount == 25)
+        #expect(chunks.map(\.count) == [4, 4, 4, 4, 4, 4, 1])
+        #expect(Set(chunks.joined().map(\.recordName)) == Set((0..<25).map { "n\($0)" }))
+        #expect(try replica.load().records.count == 25)
+        // One record at a time: more chunks than the handoff has room for.
+        var seen = 0
+        try replica.load(inChunksOf: 1) { _ in
+        } each: {
+            seen += $0.count
+        }
+        #expect(seen == 25)
+    }
+
     @Test func theQueueGoesOutInOrderOneZoneAtATimeWithinItsBudget() throws {
         _ = try replica.saveLocal(row("a"), content: Array("aaaa".utf8))
         _ = try replica.saveLocal(row("w", in: other), content: Array("w".utf8))

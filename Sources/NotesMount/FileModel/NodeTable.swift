@@ -37,6 +37,14 @@ struct NodeTable: Sequence {
         }
     }
 
+    /// Changes the node of `inode` where it lies, if there is one: found once, however
+    /// many of its fields change.
+    @discardableResult
+    mutating func update<Result>(_ inode: Inode, _ change: (inout Node) -> Result) -> Result? {
+        guard let place = placeOf[inode], places[Int(place)] != nil else { return nil }
+        return change(&places[Int(place)]!)
+    }
+
     private mutating func insert(_ node: Node, for inode: Inode) {
         if let place = free.popLast() {
             places[Int(place)] = node

@@ -20,7 +20,7 @@ extension NoteTree: FileSystem {
         guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
         // A folder's link count is 2 plus one for each folder in it (each one's `..`).
         let subfolders = node.isDirectory ? node.children.values.reduce(0) { $0 + (state.nodes[$1]?.isDirectory == true ? 1 : 0) } : 0
-        return attributes(node, access: Self.access(state, inode, account: account), contentCount: state.contents.count(inode), subfolders: subfolders)
+        return attributes(node, access: Self.access(state, node, account: account), contentCount: state.contents.count(inode), subfolders: subfolders)
     }
 
     // MARK: Names

@@ -9,6 +9,11 @@ extension NoteTree {
     /// has the permission of the share that covers the node.
     static func access(_ state: State, _ inode: Inode, account: String) -> Access {
         guard let node = state.nodes[inode] else { return .fixed }
+        return access(state, node, account: account)
+    }
+
+    /// The same, for a node already found.
+    static func access(_ state: State, _ node: Node, account: String) -> Access {
         switch node.kind {
         case .root, .sharedRoot, .ownerFolder:
             return .fixed

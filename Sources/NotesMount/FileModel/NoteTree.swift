@@ -105,23 +105,31 @@ public final class NoteTree: Sendable {
         uid = getuid()
         gid = getgid()
         state = Mutex(State(account: account, contents: ContentCache(spillDirectory: cacheDirectory)))
-        let loaded = try replica.load()
         let now = Date().timeIntervalSince1970
+        // The rows are placed as they are read, a chunk at a time (each chunk under the
+        // lock for a few milliseconds; nothing else asks for it before the mount is up).
+        var invalidations: [Invalidation] = []
+        try replica.load(inChunksOf: 8_192) { outline in
+            state.withLock { state in
+                for (inode, name, kind) in [
+                    (InodeNumbers.root, "", NodeKind.root), (InodeNumbers.privateRoot, "private", .privateRoot), (InodeNumbers.sharedRoot, "shared", .sharedRoot),
+                ] {
+                    state.nodes[inode] = Node(inode: inode, parent: InodeNumbers.root, name: name, kind: kind, isDirectory: true, modified: now, changed: now, accessed: now)
+                }
+                state.nodes[InodeNumbers.root]!.lookups = 1
+                state.nodes[InodeNumbers.root]!.children = ["private": InodeNumbers.privateRoot, "shared": InodeNumbers.sharedRoot]
+                for share in outline.shares { state.shares[share.id] = share }
+                for zone in outline.zones where zone.pending != .delete {
+                    state.zones[zone.id] = zone.scope
+                    _ = Self.zoneContainer(&state, zone.id, scope: zone.scope)
+                }
+                state.nodes.reserveCapacity(state.nodes.count + outline.recordCount)
+            }
+        } each: { records in
+            state.withLock { state in Self.place(&state, records, invalidations: &invalidations) }
+            invalidations.removeAll(keepingCapacity: true)
+        }
         state.withLock { state in
-            for (inode, name, kind) in [
-                (InodeNumbers.root, "", NodeKind.root), (InodeNumbers.privateRoot, "private", .privateRoot), (InodeNumbers.sharedRoot, "shared", .sharedRoot),
-            ] {
-                state.nodes[inode] = Node(inode: inode, parent: InodeNumbers.root, name: name, kind: kind, isDirectory: true, modified: now, changed: now, accessed: now)
-            }
-            state.nodes[InodeNumbers.root]!.lookups = 1
-            state.nodes[InodeNumbers.root]!.children = ["private": InodeNumbers.privateRoot, "shared": InodeNumbers.sharedRoot]
-            for share in loaded.shares { state.shares[share.id] = share }
-            for zone in loaded.zones where zone.pending != .delete {
-                state.zones[zone.id] = zone.scope
-                _ = Self.zoneContainer(&state, zone.id, scope: zone.scope)
-            }
-            var invalidations: [Invalidation] = []
-            Self.place(&state, loaded.records, invalidations: &invalidations)
             Self.showOrphans(&state, invalidations: &invalidations)
             // The kernel knows nothing yet: nothing to invalidate (and an entry
             // invalidated later, once looked up, would cut off whoever stands in it).
@@ -249,9 +257,13 @@ public final class NoteTree: Sendable {
         if records.count > 1_000 {
             state.nodes.reserveCapacity(state.nodes.count + records.count)
         }
+        // Each record's node, found or made here, goes on to be placed (looked up once).
+        var places: [(key: RecordKey, parent: String?, name: String, inode: Inode)] = []
+        places.reserveCapacity(records.count)
         for record in records {
             let key = record.key
             if let inode = state.index[key], var node = state.nodes[inode] {
+                places.append((key, record.parent, record.name, inode))
                 // Unsaved writes through a handle still open stay, and so do their size and
                 // time: taking the record's instead made the version that replaces them
                 // later (a conflict copy's note, as long as the other's text) look like
@@ -289,6 +301,7 @@ public final class NoteTree: Sendable {
                     recordType: record.recordType, shareID: record.shareID, recordParent: record.parent, size: record.size, modified: record.modifiedAt,
                     changed: record.modifiedAt, accessed: record.modifiedAt, attached: false)
                 state.index[key] = inode
+                places.append((key, record.parent, record.name, inode))
                 if record.recordType == .folder { newFolders.insert(key) }
                 // A note an editor had moved aside that shows again (changed elsewhere
                 // meanwhile) is no longer waiting: it must not be deleted when the wait
@@ -296,7 +309,6 @@ public final class NoteTree: Sendable {
                 state.editorSaves.forget(key)
             }
         }
-        var places = records.map { (key: $0.key, parent: $0.parent, name: $0.name) }
         // Records shown elsewhere while their folder was missing move in as soon as the
         // tree holds it (it arrived, or came back after a refused delete: the simulation
         // found children left at the zone's root when the folder's node had outlived it).
@@ -305,11 +317,12 @@ public final class NoteTree: Sendable {
             guard let node = state.nodes[inode], case .record(let key) = node.kind, state.index[key] == inode, let parent = node.recordParent,
                 state.index[RecordKey(zone: key.zone, recordName: parent)] != nil, !placed.contains(key)
             else { continue }
-            places.append((key, parent, state.displaced[inode] ?? node.name))
+            places.append((key, parent, state.displaced[inode] ?? node.name, inode))
         }
         var lastTop: (zone: ZoneID, inode: Inode)?
         for record in places {
-            guard let inode = state.index[record.key], let node = state.nodes[inode] else { continue }
+            let inode = record.inode
+            guard let node = state.nodes[inode] else { continue }
             let waiting = waitsForParent(state, key: record.key, parent: record.parent)
             if waiting {
                 state.awaitingParent.insert(inode)
@@ -346,7 +359,7 @@ public final class NoteTree: Sendable {
                     invalidations.append(.entry(node.parent, node.name))
                 }
             }
-            attach(&state, inode, parent: parent, name: record.name, invalidations: &invalidations)
+            attach(&state, inode, parent: parent, name: record.name, now: now, invalidations: &invalidations)
         }
     }
 
@@ -371,19 +384,33 @@ public final class NoteTree: Sendable {
 
     /// Puts a node into a folder. A name already taken there by another node (a remote
     /// note arriving where a local file was) moves the newcomer aside with a suffix.
-    static func attach(_ state: inout State, _ inode: Inode, parent: Inode, name: String, invalidations: inout [Invalidation]) {
+    ///
+    /// A remount attaches every note in turn (100,000 in one call of `place`): each node
+    /// and its folder are found once, and the folder's time is read from the clock once
+    /// per call (`now`), not twice per note.
+    static func attach(
+        _ state: inout State, _ inode: Inode, parent: Inode, name: String, now: Double = Date().timeIntervalSince1970, invalidations: inout [Invalidation]
+    ) {
         var shown = name
-        var attempt = 2
-        while let other = state.nodes[parent]?.children[shown], other != inode {
-            shown = "\(name) (\(attempt))"
-            attempt += 1
+        state.nodes.update(parent) { folder in
+            var attempt = 2
+            while let other = folder.children[shown], other != inode {
+                shown = "\(name) (\(attempt))"
+                attempt += 1
+            }
+            folder.children[shown] = inode
+            if folder.modified != now { folder.modified = now }
         }
-        state.nodes[inode]!.parent = parent
-        state.nodes[inode]!.name = shown
-        state.nodes[inode]!.attached = true
-        state.displaced[inode] = shown == name ? nil : name
-        state.nodes[parent]?.children[shown] = inode
-        state.nodes[parent]?.modified = Date().timeIntervalSince1970
+        state.nodes.update(inode) { node in
+            node.parent = parent
+            node.name = shown
+            node.attached = true
+        }
+        if shown != name {
+            state.displaced[inode] = name
+        } else if !state.displaced.isEmpty {
+            state.displaced[inode] = nil
+        }
         invalidations.append(.entry(parent, shown))
         invalidations.append(.content(parent))
     }

@@ -39,7 +39,7 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
     public let mountpoint: String
     private var session: OpaquePointer?
     /// Open directories: the folder, and its listing once the kernel first reads it.
-    private let listings = Mutex<[UInt64: (inode: Inode, entries: [DirectoryEntry]?)]>([:])
+    private let listings = Mutex<[UInt64: (inode: Inode, listing: Listing?)]>([:])
     private let nextListing = Atomic<UInt64>(1)
     /// Set once unmounting starts: late invalidations from the sync engine are dropped.
     private let stopping = Atomic<Bool>(false)
@@ -183,16 +183,33 @@ public final class FuseMount: KernelCache, @unchecked Sendable {
 
     /// The listing of an open directory, made on the first read: with `cache_readdir`
     /// the kernel usually answers from its own copy and never asks.
-    func listing(_ handle: UInt64) throws(FileSystemError) -> [DirectoryEntry] {
+    func listing(_ handle: UInt64) throws(FileSystemError) -> Listing {
         guard let open = listings.withLock({ $0[handle] }) else { throw FileSystemError(EBADF) }
-        if let entries = open.entries { return entries }
-        let own = try fileSystem.attributes(of: open.inode)
-        let entries = [DirectoryEntry(name: ".", attributes: own), DirectoryEntry(name: "..", attributes: own)] + (try fileSystem.list(open.inode))
-        listings.withLock { $0[handle]?.entries = entries }
-        return entries
+        if let listing = open.listing { return listing }
+        let listing = Listing(own: try fileSystem.attributes(of: open.inode), entries: try fileSystem.list(open.inode))
+        listings.withLock { $0[handle]?.listing = listing }
+        return listing
     }
 
     func closeListing(_ handle: UInt64) {
         _ = listings.withLock { $0.removeValue(forKey: handle) }
+    }
+}
+
+/// An open directory's entries as the kernel pages through them: `.` and `..` first,
+/// then the folder's own (kept apart: putting the dots in front copied every entry of
+/// a folder of 100,000 notes).
+struct Listing {
+    let own: FileAttributes
+    let entries: [DirectoryEntry]
+
+    var count: Int { entries.count + 2 }
+
+    subscript(index: Int) -> DirectoryEntry {
+        switch index {
+        case 0: DirectoryEntry(name: ".", attributes: own)
+        case 1: DirectoryEntry(name: "..", attributes: own)
+        default: entries[index - 2]
+        }
     }
 }

@@ -137,7 +137,7 @@ extension FuseMount {
     /// Pages through an open directory's listing; `plus` hands the kernel each entry's
     /// attributes too, which counts as a lookup of it.
     func replyListing(_ request: fuse_req_t?, handle: UInt64, size: Int, offset: Int, plus: Bool) {
-        let entries: [DirectoryEntry]
+        let entries: Listing
         do {
             entries = try listing(handle)
         } catch {

@@ -72,6 +72,18 @@ struct FSBench: AsyncParsableCommand {
         print("notes-fsbench: \(files) notes of \(bytes) bytes; tmpfs at \(shm); \(ProcessInfo.processInfo.activeProcessorCount) cores")
 
         let payload = [UInt8](repeating: UInt8(ascii: "x"), count: bytes)
+        // The same workload through bindfs over tmpfs: what any pass-through FUSE file
+        // system pays, in the same run.
+        let bindfsBase = "\(shm)/bindfs-base"
+        let bindfsMount = "\(work)/bindfs-small"
+        try FileManager.default.createDirectory(atPath: bindfsBase, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: bindfsMount, withIntermediateDirectories: true)
+        guard ScaleBenchmark.run(["bindfs", bindfsBase, bindfsMount]) == 0 else { throw ValidationError("bindfs failed: is it installed (apt-get install bindfs)?") }
+        let bindfs: [String: Double]
+        do {
+            defer { _ = ScaleBenchmark.run(["fusermount3", "-u", bindfsMount]) }
+            bindfs = try Workload(folder: bindfsMount, files: files, payload: payload, listings: listings, settle: {}).run()
+        }
         for (label, cache) in [("replica cache on tmpfs", "\(shm)/cache-a"), ("replica cache on disk", "\(work)/cache-a")] {
             let mount = try Mount(binaries: binaries, daemon: daemon, token: aliceToken, mountpoint: "\(work)/\(label.hasSuffix("tmpfs") ? "a1" : "a2")", cache: cache)
             defer { mount.stop() }
@@ -93,16 +105,17 @@ struct FSBench: AsyncParsableCommand {
             print("\n\(label)")
             print(
                 "phase".padding(toLength: 22, withPad: " ", startingAt: 0) + "tmpfs µs/op".leftPad(13) + "mount µs/op".leftPad(13) + "slowdown".leftPad(10) + "aim".leftPad(8)
-                    + (plain == nil ? "" : "disk folder µs/op".leftPad(19) + "mount ÷ disk".leftPad(14)))
+                    + "bindfs µs/op".leftPad(14) + "÷ bindfs".leftPad(10) + (plain == nil ? "" : "disk folder µs/op".leftPad(19) + "mount ÷ disk".leftPad(14)))
             for (phase, aim) in Workload.phases {
                 let base = tmpfs[phase]!
                 let measured = notes[phase]!
                 let ratio = measured / base
                 let disk = plain.map { String(format: "%.2f", $0[phase]! * 1e6).leftPad(19) + String(format: "%.2f×", measured / $0[phase]!).leftPad(14) } ?? ""
+                let passThrough = String(format: "%.2f", bindfs[phase]! * 1e6).leftPad(14) + String(format: "%.2f×", measured / bindfs[phase]!).leftPad(10)
                 print(
                     phase.padding(toLength: 22, withPad: " ", startingAt: 0)
                         + String(format: "%.2f", base * 1e6).leftPad(13) + String(format: "%.2f", measured * 1e6).leftPad(13)
-                        + String(format: "%.2f×", ratio).leftPad(10) + String(format: "≤%.1f×", aim).leftPad(8) + disk + (ratio <= aim ? "" : "  (above aim)"))
+                        + String(format: "%.2f×", ratio).leftPad(10) + String(format: "≤%.1f×", aim).leftPad(8) + passThrough + disk + (ratio <= aim ? "" : "  (above aim)"))
             }
         }
 

@@ -69,18 +69,27 @@ public enum Blocking {
 
     /// Lowers the calling thread's priority (on Linux the nice value belongs to the
     /// thread, and `who` 0 names the calling one); the thread keeps it until it ends.
-    /// `idleNice` also puts the thread in Linux's idle class (`SCHED_IDLE`, 5; the
-    /// Glibc module leaves the name out): at nice 19 alone, the threads a mount started
-    /// to index its first 100,000 notes still took a sixth of its CPU from the fetch
-    /// they followed (each new thread starts with a fair slice), and the first mount
-    /// took 4.1-4.5 s instead of 3.5-3.7.
     public static func lowerPriority(to nice: Int32 = backgroundNice) {
         #if os(Linux)
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
-            if nice == idleNice {
+        #endif
+    }
+
+    /// Pure computation that nobody waits for and that holds no lock (making a batch's
+    /// search documents): on a thread in Linux's idle class (`SCHED_IDLE`, 5; the Glibc
+    /// module leaves the name out), which runs only on CPU nobody else wants. At nice 19
+    /// alone, the threads a mount started to index its first 100,000 notes still took a
+    /// sixth of its CPU from the fetch they followed (each new thread starts with a fair
+    /// slice): the first mount took 4.1-4.5 s instead of 3.5-3.7. Work that holds a lock
+    /// (writing the index) stays at `idle`: in the idle class under a full load it could
+    /// hold that lock for as long as the load lasts, and a search that waits for it too.
+    public static func spare<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await onOwnThread(nice: idleNice) {
+            #if os(Linux)
                 var parameters = sched_param(sched_priority: 0)
                 _ = sched_setscheduler(0, 5, &parameters)
-            }
-        #endif
+            #endif
+            return try body()
+        }
     }
 }

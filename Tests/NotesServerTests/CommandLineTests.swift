@@ -398,7 +398,13 @@ import Testing
         #expect(try Self.searched(["search", "tent"], environment: env).stdout.contains("private/trip.md"))
 
         let off = try await DaemonProcess.started(arguments: ["--no-search"])
-        let refused = try Self.run("notes", ["search", "tent"], environment: ["NOTES_SOCKET": off.socket])
+        // With notesd's search off, `notes search` answers from a mount's copy if this
+        // machine has one: an empty cache folder of its own, so that a mount the user
+        // runs (or another test's) does not answer instead.
+        let noMounts = FileManager.default.temporaryDirectory.appendingPathComponent("no-mounts-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: noMounts, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: noMounts) }
+        let refused = try Self.run("notes", ["search", "tent"], environment: ["NOTES_SOCKET": off.socket, "XDG_CACHE_HOME": noMounts])
         #expect(refused.status == 69)
         #expect(refused.stderr.contains("turned off"))
     }

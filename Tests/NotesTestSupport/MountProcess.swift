@@ -68,7 +68,14 @@ public final class MountProcess: @unchecked Sendable {
         }
         // (A test process that stalled past the deadline looks once more before failing.)
         if Self.isMounted(mountpoint) { return }
-        throw NotesError(.serviceUnavailable, "the mount did not come up; its log:\n\(self.log())")
+        // What the test saw, for a failure that comes only under load: whether the mount
+        // process still ran (and how it ended), and whether the mount table could be read.
+        let ended = process.isRunning ? "still running" : "ended with status \(process.terminationStatus) (\(process.terminationReason == .uncaughtSignal ? "signal" : "exit"))"
+        let table =
+            (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)).map { "\($0.split(separator: "\n").count) lines" }
+            ?? "unreadable: \(String(cString: strerror(errno)))"
+        throw NotesError(
+            .serviceUnavailable, "the mount did not come up at \(mountpoint) (the process \(ended); the mount table \(table)); its log:\n\(self.log())")
     }
 
     public func log() -> String {

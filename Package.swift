@@ -232,7 +232,7 @@ let package = Package(
         .executableTarget(
             name: "notes",
             dependencies: [
-                "NotesModel", "NotesClient", "NotesMount", "NotesReplica", "NotesExport", "NotesMerge", "NotesSearch", "CXattr",
+                "NotesModel", "NotesClient", "NotesFS", "NotesMount", "NotesReplica", "NotesExport", "NotesMerge", "NotesSearch", "CXattr",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -268,7 +268,7 @@ let package = Package(
         .executableTarget(
             name: "notes-fsbench",
             dependencies: [
-                "NotesModel", "NotesClient", "NotesSpawn",
+                "NotesModel", "NotesClient", "NotesFS", "NotesSpawn",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -298,13 +298,13 @@ let package = Package(
         // Real notesd and mount processes for the tests of every target that needs them.
         .target(
             name: "NotesTestSupport",
-            dependencies: ["NotesModel", "NotesClient", "NotesSpawn"],
+            dependencies: ["NotesModel", "NotesClient", "NotesFS", "NotesSpawn"],
             path: "Tests/NotesTestSupport",
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "NotesMountTests",
-            dependencies: ["NotesModel", "NotesClient", "NotesTestSupport"],
+            dependencies: ["NotesModel", "NotesClient", "NotesFS", "NotesTestSupport"],
             swiftSettings: strictSettings
         ),
         // Many mounts and the store in one process, driven by a seed: see Simulation.swift.

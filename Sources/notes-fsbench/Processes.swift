@@ -4,6 +4,7 @@
 import ArgumentParser
 import Foundation
 import NotesClient
+import NotesFS
 
 /// The notesd the benchmark runs against, in a folder of its own.
 final class Daemon {
@@ -67,7 +68,7 @@ final class Mount {
     }
 
     static func mounted(_ path: String) -> Bool {
-        ((try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? "").contains(" \(path) fuse.notes ")
+        MountTable.current()?.hasNotesMount(at: path) == true
     }
 
     func stop() {

@@ -4,6 +4,7 @@
 import ArgumentParser
 import Foundation
 import NotesClient
+import NotesFS
 import NotesModel
 import NotesReplica
 
@@ -78,13 +79,5 @@ struct Status: AsyncParsableCommand {
 /// Mount points of this user's notes file systems, from the kernel's mount table (a
 /// FUSE mount names its owner as `user_id=` in its options).
 func notesMounts() -> [String] {
-    guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
-    let owner = "user_id=\(getuid())"
-    return table.split(separator: "\n").compactMap { line in
-        let fields = line.split(separator: " ")
-        guard fields.count > 4, line.contains(" - fuse.notes "),
-            line.split(separator: " ").last?.split(separator: ",").contains(where: { $0 == owner }) == true
-        else { return nil }
-        return String(fields[4])
-    }
+    MountTable.current()?.notesMounts(ownedBy: getuid()) ?? []
 }

@@ -2,6 +2,7 @@
     @preconcurrency import Glibc
 #endif
 public import Foundation
+import NotesFS
 import NotesModel
 
 /// A real `notes mount --foreground` process for one account of a `DaemonProcess`.
@@ -71,9 +72,7 @@ public final class MountProcess: @unchecked Sendable {
         // What the test saw, for a failure that comes only under load: whether the mount
         // process still ran (and how it ended), and whether the mount table could be read.
         let ended = process.isRunning ? "still running" : "ended with status \(process.terminationStatus) (\(process.terminationReason == .uncaughtSignal ? "signal" : "exit"))"
-        let table =
-            (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)).map { "\($0.split(separator: "\n").count) lines" }
-            ?? "unreadable: \(String(cString: strerror(errno)))"
+        let table = MountTable.current().map { "\($0.entries.count) entries" } ?? "unreadable: \(String(cString: strerror(errno)))"
         throw NotesError(
             .serviceUnavailable, "the mount did not come up at \(mountpoint) (the process \(ended); the mount table \(table)); its log:\n\(self.log())")
     }
@@ -106,11 +105,7 @@ public final class MountProcess: @unchecked Sendable {
     }
 
     public static func isMounted(_ path: String) -> Bool {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
-        return table.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 4 && fields[4] == path && line.contains(" - fuse.notes ")
-        }
+        MountTable.current()?.hasNotesMount(at: path) == true
     }
 
     /// Whether this machine can mount FUSE file systems at all.

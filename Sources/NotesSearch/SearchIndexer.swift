@@ -211,8 +211,8 @@ public final class SearchIndexer: Sendable {
     }
 
     /// The documents of a batch's notes, made on as many threads as there are cores
-    /// (each on spare CPU only, unless a search waits): making the words is most of the
-    /// work.
+    /// (each at the lowest priority, unless a search waits): making the words is most of
+    /// the work.
     static func documents(of batch: [PendingNote], urgent: Bool) async throws -> [SearchDocument?] {
         let parts = max(1, min(ProcessInfo.processInfo.activeProcessorCount, batch.count / 16))
         let size = (batch.count + parts - 1) / parts
@@ -220,7 +220,7 @@ public final class SearchIndexer: Sendable {
             for start in stride(from: 0, to: batch.count, by: size) {
                 let notes = batch[start..<min(batch.count, start + size)]
                 let make: @Sendable () -> (Int, [SearchDocument?]) = { (start, notes.map { note in note.body.map { SearchDocument(name: note.name, body: $0) } }) }
-                group.addTask { urgent ? try await Blocking.run(make) : try await Blocking.spare(make) }
+                group.addTask { urgent ? try await Blocking.run(make) : try await Blocking.idle(make) }
             }
             var documents = [SearchDocument?](repeating: nil, count: batch.count)
             for try await (start, made) in group {

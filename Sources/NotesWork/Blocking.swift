@@ -49,6 +49,12 @@ public enum Blocking {
     /// Work that nobody waits for (taking notes into the search index): on a thread at
     /// the lowest priority, below `background` work too (a password hash that its caller
     /// waits for must not share the core evenly with a backlog of indexing).
+    ///
+    /// Not Linux's idle class (`SCHED_IDLE`): a thread there gets next to no CPU while
+    /// others want it, and every thread takes locks nobody sees (malloc's arenas, the
+    /// Swift runtime's caches): under a full load, an idle-class thread holding one stalls
+    /// the threads serving requests, and a process told to stop cannot end before each of
+    /// its idle-class threads gets a turn.
     public static func idle<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await onOwnThread(nice: idleNice, body)
     }
@@ -73,23 +79,5 @@ public enum Blocking {
         #if os(Linux)
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
         #endif
-    }
-
-    /// Pure computation that nobody waits for and that holds no lock (making a batch's
-    /// search documents): on a thread in Linux's idle class (`SCHED_IDLE`, 5; the Glibc
-    /// module leaves the name out), which runs only on CPU nobody else wants. At nice 19
-    /// alone, the threads a mount started to index its first 100,000 notes still took a
-    /// sixth of its CPU from the fetch they followed (each new thread starts with a fair
-    /// slice): the first mount took 4.1-4.5 s instead of 3.5-3.7. Work that holds a lock
-    /// (writing the index) stays at `idle`: in the idle class under a full load it could
-    /// hold that lock for as long as the load lasts, and a search that waits for it too.
-    public static func spare<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await onOwnThread(nice: idleNice) {
-            #if os(Linux)
-                var parameters = sched_param(sched_priority: 0)
-                _ = sched_setscheduler(0, 5, &parameters)
-            #endif
-            return try body()
-        }
     }
 }

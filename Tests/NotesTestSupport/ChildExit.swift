@@ -64,6 +64,27 @@ public enum ChildExit {
         return .zombie(raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f))
     }
 
+    /// Whether the first thread of `pid` has ended (the others may still be ending).
+    public static func leaderEnded(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return true }
+        return stat[stat.index(after: close)...].split(separator: " ").first == "Z"
+    }
+
+    /// Each thread of `pid` with its state, what it waits in (`wchan`) and its kernel
+    /// stack: what a process whose threads do not end is waiting for.
+    public static func threads(of pid: Int32) -> String {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.sorted().map { tid in
+            let base = "/proc/\(pid)/task/\(tid)"
+            let stat = (try? String(contentsOfFile: "\(base)/stat", encoding: .utf8)) ?? ""
+            let state = stat.lastIndex(of: ")").map { stat[stat.index(after: $0)...].split(separator: " ").first.map(String.init) ?? "?" } ?? "?"
+            let name = ((try? String(contentsOfFile: "\(base)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            let wchan = (try? String(contentsOfFile: "\(base)/wchan", encoding: .utf8)) ?? ""
+            let stack = ((try? String(contentsOfFile: "\(base)/stack", encoding: .utf8)) ?? "").split(separator: "\n").prefix(8).joined(separator: " < ")
+            return "\(tid) \(name) \(state) in \(wchan.isEmpty ? "-" : wchan) [\(stack)]"
+        }.joined(separator: "; ")
+    }
+
     /// Every thread's stack of a live process, from gdb (when installed), for a report of
     /// a process that does not end.
     public static func stacks(of pid: Int32) -> String {

@@ -118,10 +118,20 @@ public final class DaemonProcess: @unchecked Sendable {
     @discardableResult
     public func stop(signal: Int32 = SIGTERM) async throws -> Int32 {
         kill(process.processIdentifier, signal)
-        let deadline = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < deadline {
-            if let status = ChildExit.status(of: process) { return status }
-            try await Task.sleep(for: .milliseconds(20))
+        var deadline = ContinuousClock.now + .seconds(15)
+        var extended = false
+        while true {
+            while ContinuousClock.now < deadline {
+                if let status = ChildExit.status(of: process) { return status }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            // Once its first thread has ended, notesd's own code has run to its end; what
+            // is left is the kernel ending the other threads (one in the middle of an
+            // fsync on a busy disk): that gets longer, and what they wait on is shown.
+            guard !extended, ChildExit.leaderEnded(process.processIdentifier) else { break }
+            print("notesd \(process.processIdentifier) has ended but its threads have not after 15 s: \(ChildExit.threads(of: process.processIdentifier))")
+            extended = true
+            deadline = ContinuousClock.now + .seconds(45)
         }
         // Reaped, with Foundation's handler held back from saying so: it has ended.
         if ChildExit.isGone(process) { return -1 }
@@ -131,7 +141,8 @@ public final class DaemonProcess: @unchecked Sendable {
         Issue.record(
             """
             notesd did not exit within 15 s of signal \(signal) (\(state)); its log ends: \(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(2_000))
-            its threads: \(ChildExit.stacks(of: process.processIdentifier))
+            its threads: \(ChildExit.threads(of: process.processIdentifier))
+            \(ChildExit.stacks(of: process.processIdentifier))
             """)
         kill(process.processIdentifier, SIGKILL)
         return -1

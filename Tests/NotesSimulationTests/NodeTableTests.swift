@@ -19,8 +19,8 @@ import Testing
         #expect(table[30] == nil)
 
         table[10]!.size = 5
-        table[10]!.children["x"] = 99
-        #expect(table[10]?.size == 5 && table[10]?.children == ["x": 99])
+        table[10]!.children.insert("x", 99, isFolder: true)
+        #expect(table[10]?.size == 5 && table[10]?.children["x"] == 99 && table[10]?.children.folders == 1)
 
         table[10] = nil
         #expect(table[10] == nil && table.count == 1)
@@ -97,5 +97,34 @@ import Testing
         index[RecordKey(zone: theirs, recordName: "n1")] = nil
         index[RecordKey(zone: theirs, recordName: "missing")] = nil
         #expect(index.count == 2 && index[RecordKey(zone: theirs, recordName: "n1")] == nil)
+    }
+}
+
+/// A folder's entries and its count of subfolders, which its link count shows.
+struct FolderEntriesTests {
+    @Test func theCountFollowsEveryEntryThatComesGoesOrIsReplaced() {
+        var entries = FolderEntries()
+        entries.insert("a.md", 10, isFolder: false)
+        entries.insert("Work", 11, isFolder: true)
+        entries.insert("Home", 12, isFolder: true)
+        #expect(entries.count == 3 && entries.folders == 2)
+        // A folder's name taken by a note (rename over), and a note's by a folder
+        entries.insert("Home", 13, isFolder: false)
+        #expect(entries["Home"] == 13 && entries.folders == 1)
+        entries.insert("a.md", 14, isFolder: true)
+        #expect(entries.folders == 2)
+        #expect(entries.remove("Work") == 11 && entries.folders == 1)
+        #expect(entries.remove("Work") == nil && entries.folders == 1)
+        #expect(Set(entries.inodes) == [13, 14])
+        #expect(Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0.inode) }) == ["Home": 13, "a.md": 14])
+        #expect(entries.remove("a.md") == 14 && entries.remove("Home") == 13)
+        #expect(entries.isEmpty && entries.folders == 0)
+    }
+
+    @Test func inodesKeepEveryBitBelowTheFolderMark() {
+        var entries = FolderEntries()
+        let large: Inode = (1 << 63) - 1
+        entries.insert("x", large, isFolder: true)
+        #expect(entries["x"] == large && entries.folders == 1)
     }
 }

@@ -417,6 +417,14 @@ final class Simulation {
                     }
                 }
             }
+            // Each folder's count of subfolders (its link count) matches what it holds.
+            let miscounted = mount.tree.state.withLock { state in
+                state.nodes.values.filter { $0.isDirectory && $0.attached }.compactMap { folder -> String? in
+                    let held = Int32(folder.children.reduce(0) { $0 + (state.nodes[$1.inode]?.isDirectory == true ? 1 : 0) })
+                    return held == folder.children.folders ? nil : "'\(folder.name)' counts \(folder.children.folders) subfolders and holds \(held)"
+                }
+            }
+            if !miscounted.isEmpty { broken.append("\(mount.label): \(miscounted)") }
             // The only writer of its private/ ends as POSIX says, nothing lost, nothing back.
             if let model = models[mount.label] {
                 let shown = Self.modelled(mount.snapshot(["private"]))

@@ -44,12 +44,13 @@ struct Node {
     var seenIsOutdated = false
     /// In a folder of the tree (false once unlinked or removed by a remote change).
     var attached = true
-    var openCount: Int32 = 0
     /// The record name of the record's parent as the server knows it. Kept apart from
     /// `parent` because a shared hierarchy's root sits in `shared/<owner>/` while its
     /// parent, which the participant cannot see, stays what it was.
     var recordParent: String?
-    var children: [String: Inode] = [:]
+    /// (Its count of subfolders is 4 bytes: `openCount` takes the 4 after it.)
+    var children = FolderEntries()
+    var openCount: Int32 = 0
     var size: Int = 0
     /// mtime; every change of it is a change of the node, so ctime follows (POSIX:
     /// pjdfstest found truncate, write and rmdir leaving ctime as it was).

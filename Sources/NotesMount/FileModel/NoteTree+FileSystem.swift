@@ -19,7 +19,7 @@ extension NoteTree: FileSystem {
     func attributes(_ state: State, _ inode: Inode) throws(Failure) -> FileAttributes {
         guard let node = state.nodes[inode] else { throw Failure(ENOENT) }
         // A folder's link count is 2 plus one for each folder in it (each one's `..`).
-        let subfolders = node.isDirectory ? node.children.values.reduce(0) { $0 + (state.nodes[$1]?.isDirectory == true ? 1 : 0) } : 0
+        let subfolders = node.isDirectory ? Int(node.children.folders) : 0
         return attributes(node, access: Self.access(state, node, account: account), contentCount: state.contents.count(inode), subfolders: subfolders)
     }
 
@@ -145,7 +145,7 @@ extension NoteTree: FileSystem {
         node.contentDirty = dirty
         state.nodes[inode] = node
         state.contents.set(inode, directory ? nil : [])
-        state.nodes[parent]!.children[name] = inode
+        state.nodes[parent]!.children.insert(name, inode, isFolder: directory)
         state.nodes[parent]!.modified = now
         return inode
     }
@@ -342,14 +342,14 @@ extension NoteTree: FileSystem {
             }
             Self.detach(&state, existing)
         }
-        state.nodes[parent]!.children[name] = nil
+        state.nodes[parent]!.children.remove(name)
         state.nodes[parent]!.modified = now
         node.parent = newParent
         node.name = newName
         state.displaced[inode] = nil
         node.changed = now
         state.nodes[inode] = node
-        state.nodes[newParent]!.children[newName] = inode
+        state.nodes[newParent]!.children.insert(newName, inode, isFolder: node.isDirectory)
         state.nodes[newParent]!.modified = now
         if node.recordKey != nil { _ = persistLater(&state, inode) }
         keepContent(&state, inode)

@@ -45,7 +45,7 @@ extension NoteTree {
                 while let folder = folders.popLast(), names.count <= 1_000_000 {
                     guard let current = state.nodes[folder] else { continue }
                     if let key = current.recordKey { names.append(key.recordName) }
-                    folders.append(contentsOf: current.children.values)
+                    folders.append(contentsOf: current.children.inodes)
                 }
                 return .records(key.zone, names)
             }

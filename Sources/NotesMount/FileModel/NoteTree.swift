@@ -117,7 +117,7 @@ public final class NoteTree: Sendable {
                     state.nodes[inode] = Node(inode: inode, parent: InodeNumbers.root, name: name, kind: kind, isDirectory: true, modified: now, changed: now, accessed: now)
                 }
                 state.nodes[InodeNumbers.root]!.lookups = 1
-                state.nodes[InodeNumbers.root]!.children = ["private": InodeNumbers.privateRoot, "shared": InodeNumbers.sharedRoot]
+                state.nodes[InodeNumbers.root]!.children = FolderEntries(folders: ["private": InodeNumbers.privateRoot, "shared": InodeNumbers.sharedRoot])
                 for share in outline.shares { state.shares[share.id] = share }
                 for zone in outline.zones where zone.pending != .delete {
                     state.zones[zone.id] = zone.scope
@@ -183,7 +183,7 @@ public final class NoteTree: Sendable {
             }
             state.nodes[inode]!.attached = true
             state.nodes[inode]!.parent = parent
-            state.nodes[parent]?.children[name] = inode
+            state.nodes[parent]?.children.insert(name, inode, isFolder: true)
         }
         return inode
     }
@@ -392,13 +392,14 @@ public final class NoteTree: Sendable {
         _ state: inout State, _ inode: Inode, parent: Inode, name: String, now: Double = Date().timeIntervalSince1970, invalidations: inout [Invalidation]
     ) {
         var shown = name
+        let isFolder = state.nodes[inode]?.isDirectory ?? false
         state.nodes.update(parent) { folder in
             var attempt = 2
             while let other = folder.children[shown], other != inode {
                 shown = "\(name) (\(attempt))"
                 attempt += 1
             }
-            folder.children[shown] = inode
+            folder.children.insert(shown, inode, isFolder: isFolder)
             if folder.modified != now { folder.modified = now }
         }
         state.nodes.update(inode) { node in
@@ -420,7 +421,7 @@ public final class NoteTree: Sendable {
         guard let node = state.nodes[inode], node.attached else { return }
         state.displaced[inode] = nil
         if state.nodes[node.parent]?.children[node.name] == inode {
-            state.nodes[node.parent]?.children[node.name] = nil
+            state.nodes[node.parent]?.children.remove(node.name)
             state.nodes[node.parent]?.modified = Date().timeIntervalSince1970
         }
         state.nodes[inode]!.attached = false
@@ -444,7 +445,7 @@ public final class NoteTree: Sendable {
                     folder.children[wanted] == nil, folder.children[node.name] == inode,
                     !state.editorSaves.keepsFree(FolderName(parent: node.parent, name: wanted))
                 else { continue }
-                state.nodes[node.parent]?.children[node.name] = nil
+                state.nodes[node.parent]?.children.remove(node.name)
                 var invalidations: [Invalidation] = [.entry(node.parent, node.name)]
                 attach(&state, inode, parent: node.parent, name: wanted, invalidations: &invalidations)
                 state.pendingInvalidations += invalidations

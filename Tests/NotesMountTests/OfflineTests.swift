@@ -235,6 +235,52 @@ struct OfflineTests {
         #expect(uploaded)
     }
 
+    @Test func writesRefusedByAFullDiskGoThroughOnceThereIsRoomAgain() async throws {
+        // Given a mount whose replica lives on an 8 MiB tmpfs, 5 MiB of it taken by a file
+        let daemon = try await DaemonProcess.started()
+        let token = try await daemon.client().createAccount(name: "alice").token
+        let client = daemon.client(token: token)
+        let mount = try MountProcess(daemon: daemon, token: token, cacheSize: "8m")
+        let filler = "\(mount.cacheDir)/filler"
+        #expect(Shell.run("head -c \(5 << 20) /dev/zero > '\(filler)'").status == 0)
+        let root = mount.path("private")
+
+        // When notes are written until one is refused
+        let script = """
+            import errno, os
+            block = b'y' * 1023 + b'\\n'
+            for i in range(40):
+                stage = 'open'
+                try:
+                    f = open('r%02d.md' % i, 'wb')
+                    stage = 'write'
+                    f.write(block * 200)
+                    stage = 'close'
+                    f.close()
+                except OSError as e:
+                    print('full at %d: %s in %s' % (i, errno.errorcode[e.errno], stage))
+                    break
+            """
+        let result = Shell.run("python3 -c \"\(script)\"", in: root)
+        let full = try #require(result.stdout.firstMatch(of: #/full at (\d+): ENOSPC in (\w+)/#), "\(result)\n\(mount.log().suffix(3000))")
+        let refused = Int(full.1) ?? 0
+        // and room is made again (enough for SQLite to move its log into the database),
+        // and the refused note written again
+        try FileManager.default.removeItem(atPath: filler)
+        let name = String(format: "r%02d.md", refused)
+        let again = Shell.run("python3 -c \"open('\(name)', 'wb').write((b'y' * 1023 + b'\\\\n') * 200)\"", in: root)
+        #expect(again.status == 0, "\(again)\n\(mount.log().suffix(3000))")
+
+        // Then it is saved whole, in the mount and on notesd, as are those before it
+        let expected = String(repeating: String(repeating: "y", count: 1023) + "\n", count: 200)
+        #expect(fileText("\(root)/\(name)") == expected)
+        let uploaded = await eventually(30) {
+            let records = (try? await client.zoneChanges(ZoneID(owner: "alice", name: ZoneID.defaultZoneName), since: nil).records) ?? []
+            return Set(records.filter { $0.body == expected }.map(\.name)).isSuperset(of: (0...refused).map { String(format: "r%02d.md", $0) })
+        }
+        #expect(uploaded, "\(Shell.run("ls -la '\(mount.cacheDir)'; df '\(mount.cacheDir)'"))\nmount log:\n\(mount.log().suffix(3000))")
+    }
+
     @Test func notesOverTheDaemonsSizeLimitGetEFBIG() async throws {
         let people = try await TwoMounts()
         let answers = errnos(

@@ -60,6 +60,64 @@ import Testing
         #expect(try names(["gone"]) == ["lost.md"])
     }
 
+    /// A save that the replica's disk refused when the file was closed stays in memory
+    /// and goes through the replica's writer on a later tick, once there is room.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func aSaveRefusedAtCloseIsSavedOnALaterTickOnceThereIsRoom() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("full-\(UUID().uuidString)").path
+        let small = "\(folder)/replica"
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        func sh(_ command: String) -> Int32 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", command]
+            try? process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        #expect(sh("mount -t tmpfs -o size=2m tmpfs '\(small)'") == 0)
+        defer {
+            _ = sh("umount -l '\(small)'")
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        let replica = try Replica(path: "\(small)/alice.replica.sqlite")
+        // (The tree checks for room in its cache folder, on the large disk: the write is
+        // taken, and it is the commit at close that fails.)
+        let tree = try NoteTree(account: "alice", replica: replica, cacheDirectory: folder) {}
+        let (attributes, handle) = try tree.create(parent: 2, name: "kept.md", mode: OpenMode(flags: O_WRONLY))
+        let text = [UInt8](repeating: UInt8(ascii: "k"), count: 300 << 10)
+        // Given a disk with no room left
+        _ = sh("head -c \(4 << 20) /dev/zero > '\(small)/filler'")
+        // When the file is written and closed
+        _ = try text.withUnsafeBytes { try tree.write(attributes.inode, handle: handle, offset: 0, bytes: $0) }
+        #expect(throws: FileSystemError(ENOSPC)) { try tree.flush(attributes.inode, handle: handle) }
+        tree.release(attributes.inode, handle: handle)
+        // (A failure nobody waits for is reported on another thread, a moment after the
+        // write: each tick below starts once the last one's failure is back.)
+        func waitingAgain() -> Bool {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline {
+                replica.waitForQueuedWrites()
+                if tree.state.withLock({ !$0.unsaved.isEmpty }) { return true }
+                Thread.sleep(forTimeInterval: 0.001)
+            }
+            return false
+        }
+        // Then ticks while the disk is full keep it waiting
+        for _ in 0..<3 {
+            #expect(waitingAgain())
+            #expect(tree.saveUnsaved() >= 1)
+        }
+        #expect(waitingAgain())
+        // and once there is room, the next tick saves it whole
+        try FileManager.default.removeItem(atPath: "\(small)/filler")
+        tree.saveUnsaved()
+        replica.waitForQueuedWrites()
+        let saved = try #require(try replica.load().records.first { $0.name == "kept.md" })
+        #expect(try replica.contentAndTag(of: saved.key)?.0 == text)
+        #expect(try tree.read(attributes.inode, handle: try tree.open(attributes.inode, mode: OpenMode(flags: O_RDONLY)), offset: 0, size: 1 << 20) == text)
+    }
+
     @Test func openFilesPastTheContentBudgetMoveToDiskAndReadBackWhole() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("budget-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

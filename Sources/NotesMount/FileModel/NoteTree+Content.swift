@@ -69,32 +69,15 @@ extension NoteTree {
         return (record, node.contentDirty ? try state.contents.bytes(inode) ?? [] : nil)
     }
 
-    /// Saves a record node to the replica (content too when it changed) and queues it.
-    func persist(_ state: inout State, _ inode: Inode, durable: Bool = false) throws(Failure) {
-        guard var node = state.nodes[inode], let key = node.recordKey else {
-            state.nodes[inode]?.contentDirty = false
-            return
-        }
-        Self.noteLocalChange(&state, key)
-        let (record, content) = try recordToSave(state, inode, node, key)
-        do {
-            try replica.saveLocal(record, content: content, durable: durable, base: node.contentDirty ? node.staleBase : nil)
-        } catch {
-            throw Errno.of(error)
-        }
-        node.size = record.size
-        if node.contentDirty { node.seenIsOutdated = false }  // (the save carries the stale base now)
-        node.contentDirty = false
-        state.nodes[inode] = node
-    }
-
-    /// `persist` without waiting for SQLite: the save is queued in the replica's writer
-    /// (in order with every other replica write) and the content stays in the cache until
-    /// it is committed. Without `waited`, a failure marks the file unsaved (saved again
+    /// Saves a record node (content too when it changed) and queues it for upload,
+    /// without waiting for SQLite, so that no replica write happens under the tree's
+    /// lock: the save is queued in the replica's writer (in order with every other
+    /// replica write) and the content stays in the cache until it is committed. Without `waited`, a failure marks the file unsaved (saved again
     /// on every tick); with it, the caller waits for the ticket and handles the failure.
     /// `nil` when there was nothing to save, or its content could not be read back from
-    /// its spill file (then it stays dirty and is saved again).
-    func persistLater(_ state: inout State, _ inode: Inode, durable: Bool = false, waited: Bool = false) -> WriteTicket? {
+    /// its spill file (then it stays dirty and is saved again). A save `retrying` one that
+    /// failed logs its failure at debug level: the first failure said it at error level.
+    func persistLater(_ state: inout State, _ inode: Inode, durable: Bool = false, waited: Bool = false, retrying: Bool = false) -> WriteTicket? {
         guard var node = state.nodes[inode], let key = node.recordKey else {
             state.nodes[inode]?.contentDirty = false
             return nil
@@ -106,7 +89,7 @@ extension NoteTree {
         }
         Self.noteLocalChange(&state, key)
         var onFailure: (@Sendable (ReplicaError) -> Void)?
-        if !waited { onFailure = { @Sendable [weak self] (error: ReplicaError) -> Void in self?.saveFailed(inode, key: key, error) } }
+        if !waited { onFailure = { @Sendable [weak self] (error: ReplicaError) -> Void in self?.saveFailed(inode, key: key, error, retrying: retrying) } }
         let ticket = replica.saveLocalLater(record, content: content, durable: durable, base: node.contentDirty ? node.staleBase : nil, onFailure: onFailure)
         node.size = record.size
         if node.contentDirty { node.seenIsOutdated = false }  // (the save carries the stale base now)
@@ -118,19 +101,21 @@ extension NoteTree {
 
     /// Queues a record's delete in the replica (unlink and rename answer at once); one
     /// the replica fails to record is tried again on every tick.
-    func deleteLater(_ state: inout State, _ key: RecordKey) {
+    func deleteLater(_ state: inout State, _ key: RecordKey, retrying: Bool = false) {
         Self.noteLocalChange(&state, key)
         replica.deleteLocalLater(key) { [weak self] error in
             guard let self else { return }
-            logger.error("could not record the delete of \(key.recordName) in the replica: \(error.message) It is tried again shortly.")
+            logger.log(
+                level: retrying ? .debug : .error, "could not record the delete of \(key.recordName) in the replica: \(error.message) It is tried again shortly.")
             _ = self.state.withLock { $0.unsavedDeletes.insert(key) }
         }
     }
 
     /// A queued save failed: the file is saved again on every tick (its content is
     /// still in the cache: see `saving`).
-    func saveFailed(_ inode: Inode, key: RecordKey, _ error: ReplicaError) {
-        logger.error("could not save \(key.recordName) in the replica: \(error.message) It stays in memory and is saved again shortly.")
+    func saveFailed(_ inode: Inode, key: RecordKey, _ error: ReplicaError, retrying: Bool = false) {
+        logger.log(
+            level: retrying ? .debug : .error, "could not save \(key.recordName) in the replica: \(error.message) It stays in memory and is saved again shortly.")
         state.withLock { state in
             guard let node = state.nodes[inode], node.recordKey == key else { return }
             if state.contents.has(inode) { state.nodes[inode]!.contentDirty = true }

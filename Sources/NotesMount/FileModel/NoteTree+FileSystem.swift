@@ -155,6 +155,7 @@ extension NoteTree: FileSystem {
     }
 
     public func unlink(parent: Inode, name: String) throws(FileSystemError) {
+        loadOpenContentUnlocked(parent: parent, name: name)
         try locked { state throws(Failure) in
             let inode = try removable(state, parent: parent, name: name)
             guard !state.nodes[inode]!.isDirectory else { throw Failure(EISDIR) }
@@ -186,6 +187,20 @@ extension NoteTree: FileSystem {
         }
         invalidatePendingLater()
         onLocalChange()
+    }
+
+    /// Before a call that may remove the file `name` of `parent`: when a handle holds it
+    /// open and its content is not in memory, the content is read from the replica now,
+    /// with the tree unlocked, for the handle to keep reading once the record is gone
+    /// (`remove` reads it under the lock only if it changed meanwhile).
+    private func loadOpenContentUnlocked(parent: Inode, name: String) {
+        let open: Inode? = state.withLock { state in
+            guard let inode = state.nodes[parent]?.children[name], let node = state.nodes[inode], node.openCount > 0, !node.isDirectory,
+                !state.contents.has(inode)
+            else { return nil }
+            return inode
+        }
+        if let open { try? loadContentUnlocked(open) }
     }
 
     /// The node `name` in `parent`, if the account may remove it from there.
@@ -232,6 +247,7 @@ extension NoteTree: FileSystem {
     // MARK: Rename
 
     public func rename(parent: Inode, name: String, newParent: Inode, newName: String, noReplace: Bool) throws(FileSystemError) {
+        if !noReplace { loadOpenContentUnlocked(parent: newParent, name: newName) }
         try locked { state throws(Failure) in
             try rename(&state, parent: parent, name: name, newParent: newParent, newName: newName, noReplace: noReplace)
             Self.reclaimNames(&state)
@@ -532,57 +548,53 @@ extension NoteTree: FileSystem {
     /// lost (the race that SIGTERM right after `echo >> note` showed). Returns how many
     /// files could not be saved.
     public func saveAllBeforeUnmount() -> Int {
-        let (saved, failed) = state.withLock { state in
+        let saved = state.withLock { state in
             var saved = 0
-            var failed = 0
-            for (inode, node) in state.nodes where node.contentDirty {
-                if (try? persist(&state, inode)) != nil {
-                    saved += 1
-                    state.unsaved.remove(inode)
-                } else {
-                    failed += 1
-                }
+            let dirty = state.nodes.values.filter(\.contentDirty).map(\.inode)
+            for inode in dirty {
+                state.unsaved.remove(inode)
+                if persistLater(&state, inode) != nil { saved += 1 }
             }
             // Notes moved aside or removed and not taken back: deleted for good now.
             for removed in state.editorSaves.endAll() where !removed.deletedInReplica {
-                try? replica.deleteLocal(removed.record.key)
+                deleteLater(&state, removed.record.key)
             }
-            return (saved, failed)
+            return saved
         }
-        // Saves and deletes queued by earlier calls are committed before the mount ends.
+        // These saves and deletes, and those queued by earlier calls, are committed
+        // before the mount ends; one that failed is back in `unsaved`.
         replica.waitForQueuedWrites()
         if saved > 0 { onLocalChange() }
-        return failed
+        return state.withLock { $0.unsaved.count + $0.unsavedDeletes.count }
     }
 
     /// Saves again what could not be saved when it was closed (the replica's disk was
     /// full), and holds content to its budget again. Called every second. Returns how
-    /// many files are still waiting.
+    /// many files and deletes were waiting: each failed its last try.
     @discardableResult
     public func saveUnsaved() -> Int {
         let (saved, waiting) = state.withLock { state in
             var saved = 0
+            let waiting = state.unsaved.count + state.unsavedDeletes.count
+            // Queued in the replica's writer, not written here under the tree's lock: one
+            // that fails again comes back to `unsaved` (or `unsavedDeletes`) for the next tick.
             for inode in state.unsaved {
+                state.unsaved.remove(inode)
                 // (A failed rename left no dirty content, only the name to save.)
-                guard let node = state.nodes[inode], node.recordKey != nil, node.openCount == 0 else {
-                    state.unsaved.remove(inode)
-                    continue
-                }
-                if (try? persist(&state, inode)) != nil {
-                    state.unsaved.remove(inode)
-                    saved += 1
-                }
+                guard let node = state.nodes[inode], node.recordKey != nil, node.openCount == 0 else { continue }
+                if persistLater(&state, inode, retrying: true) != nil { saved += 1 }
             }
             for key in state.unsavedDeletes {
-                if state.index[key] != nil || (try? replica.deleteLocal(key)) != nil {
-                    state.unsavedDeletes.remove(key)
+                state.unsavedDeletes.remove(key)
+                if state.index[key] == nil {
+                    deleteLater(&state, key, retrying: true)
                     saved += 1
                 }
             }
             // Content kept while its save was queued goes now that it is committed (under
             // load, closed files outlived the budget until something else was opened).
             fitBudget(&state)
-            return (saved, state.unsaved.count + state.unsavedDeletes.count)
+            return (saved, waiting)
         }
         if saved > 0 { onLocalChange() }
         return waiting

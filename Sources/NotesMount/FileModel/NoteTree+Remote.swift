@@ -61,13 +61,20 @@ extension NoteTree {
     /// keeps reading what it had, as after a local unlink.
     public func willDeleteRemote(_ zone: ZoneID, names: [String]) {
         guard !names.isEmpty else { return }
-        state.withLock { state in
-            for name in names {
-                let key = RecordKey(zone: zone, recordName: name)
-                guard let inode = state.index[key], let node = state.nodes[inode], node.openCount > 0, !node.isDirectory, !state.contents.has(inode) else { continue }
-                state.contents.set(inode, (try? replica.contentAndTag(of: key))?.0 ?? [])
-                fitBudget(&state)
+        let open: [Inode] = state.withLock { state in
+            names.compactMap { name in
+                guard let inode = state.index[RecordKey(zone: zone, recordName: name)], let node = state.nodes[inode], node.openCount > 0, !node.isDirectory,
+                    !state.contents.has(inode)
+                else { return nil }
+                return inode
             }
+        }
+        // Read with the tree unlocked (the replica still holds the rows: the sync engine
+        // deletes them after this returns); one whose node changed meanwhile is read
+        // locked (`loadContent` does nothing for one that is in memory now).
+        for inode in open {
+            try? loadContentUnlocked(inode)
+            state.withLock { state in try? loadContent(&state, inode) }
         }
     }
 

@@ -261,6 +261,56 @@ import Testing
         #expect(queued.dirty > 0 && queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"), dirty \(queued.dirty)")
     }
 
+    /// Found by the soak (seed 627710, in a whole-suite run beside stress-ng): alice's
+    /// offline edit conflicted with bob's when notesd came back; the mount kept hers as a
+    /// conflict copy and gave the note bob's version, while her `>>` had the note open
+    /// with its line written on her own text. That text went up on bob's version as its
+    /// base, and bob's lines left the note. A write made on a version must present that
+    /// version, whatever the replica's row took meanwhile.
+    @Test(arguments: [false, true])
+    func aWriteOpenWhileAConflictCopyIsMadeIsBasedOnTheVersionItWasWrittenOn(closedBeforeShown: Bool) throws {
+        // Given a note at version 5 that sed changed here, its save queued on 5
+        try page([record("three", .note, parent: nil, seq: 5)], token: "t5")
+        let top = try tree.lookup(parent: 2, name: zone.name).inode
+        let reader = try tree.open(try tree.lookup(parent: top, name: "three.md").inode, mode: OpenMode(flags: O_RDONLY))
+        _ = try tree.read(try tree.lookup(parent: top, name: "three.md").inode, handle: reader, offset: 0, size: 4096)
+        try sedSaves(over: try tree.lookup(parent: top, name: "three.md").inode, in: top, reader: reader)
+        // and `>>` writing a line at its end, still open
+        let note = try tree.lookup(parent: top, name: "three.md")
+        let appender = try tree.open(note.inode, mode: OpenMode(flags: O_WRONLY | O_APPEND))
+        _ = try Array("\nappended".utf8).withUnsafeBytes { try tree.write(note.inode, handle: appender, offset: Int(note.size), bytes: $0) }
+        // When the upload is refused (bob saved version 7) and the mount keeps its edit
+        // as a conflict copy, the note taking bob's version (as `keepAsCopy` does)
+        let local = try #require(try replica.load().records.first { $0.recordName == "three" })
+        let localText = try #require(try replica.contentAndTag(of: local.key)).0
+        var theirs = record("three", .note, parent: nil, seq: 7)
+        theirs.body = "bob's line\nthree"
+        let copy = ReplicaRecord(
+            zone: zone, recordName: "copy1", recordType: .note, name: "three (conflict).md", parent: nil, size: localText.count, shareID: nil,
+            changeTag: nil, createdAt: 9, modifiedAt: 9, modifiedBy: "alice")
+        tree.willAdopt(local.key, base: local.changeTag)
+        let kept = try #require(try replica.keepConflictCopy(copy, content: localText, of: local.key, dirty: local.dirty, adopting: theirs, noteName: "three.md"))
+        var effects = RemoteEffects()
+        effects.updated = [try #require(kept.note), kept.copy]
+        if closedBeforeShown {
+            try tree.flush(note.inode, handle: appender)
+            tree.release(note.inode, handle: appender)
+            replica.waitForQueuedWrites()
+        }
+        tree.applyRemote(effects)
+        if !closedBeforeShown {
+            try tree.flush(note.inode, handle: appender)
+            tree.release(note.inode, handle: appender)
+        }
+        replica.waitForQueuedWrites()
+
+        // Then the note's queued change is based on version 5, the one its text was
+        // written on: notesd refuses it, and the mount merges instead of overwriting
+        let queued = try #require(try replica.load().records.first { $0.recordName == "three" })
+        let text = String(decoding: try #require(try replica.contentAndTag(of: queued.key)).0, as: UTF8.self)
+        #expect(queued.dirty == 0 || queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"): \(text.split(separator: "\n"))")
+    }
+
     /// A kernel that records what it is told to drop.
     final class RecordingKernel: KernelCache {
         let dropped = Mutex<[Inode]>([])

@@ -56,6 +56,33 @@ extension NoteTree {
         invalidate(known)
     }
 
+    /// Before the replica gives a note with local changes the server's version (the
+    /// local text kept as a conflict copy, `keepConflictCopy`): what the tree holds of
+    /// the note, and what a handle still open writes into it, was built on `base`, the
+    /// version the row had until now. A save of it must present `base`, so that notesd
+    /// refuses it and the mount merges; presenting the adopted version instead put the
+    /// local text over the other side's (the soak lost the other side's lines so). The
+    /// kernel drops the note's pages and size, as before any new text.
+    public func willAdopt(_ key: RecordKey, base: String?) {
+        let known: [Invalidation] = state.withLock { state in
+            state.contentEpoch &+= 1
+            guard let inode = state.index[key], var node = state.nodes[inode], !node.isDirectory else { return [] }
+            // (A base older still, which a reader open across an earlier version keeps, stays.)
+            if !node.seenIsOutdated || node.seenTag == nil {
+                node.seenTag = base
+                node.seenIsOutdated = base != nil
+            }
+            var known: [Invalidation] = []
+            if node.lookups > 0 {
+                if node.kernelMayHold == nil { node.kernelMayHold = node.loadedTag ?? node.seenTag ?? "" }
+                known.append(.content(inode))
+            }
+            state.nodes[inode] = node
+            return known
+        }
+        invalidate(known)
+    }
+
     /// Before the replica deletes records notesd deleted: files open here whose content
     /// was never loaded (readers open from memory) take it now, so that an open handle
     /// keeps reading what it had, as after a local unlink.

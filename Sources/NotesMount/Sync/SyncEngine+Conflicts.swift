@@ -56,6 +56,8 @@ extension SyncEngine {
             merged = nil
         }
         if let merged {
+            // The row takes the server's version: writes still open here were built on ours.
+            tree.willAdopt(key, base: local.changeTag)
             if merged == theirs && name == server.name && parent == server.parent {
                 // Nothing of ours is missing from the server's version.
                 if let row = try replica.adopt(server, dirty: local.dirty) { show([row]) }
@@ -90,6 +92,7 @@ extension SyncEngine {
             name: ConflictNames.name(for: local.name, account: tree.account, at: now, taken: try replica.names(in: zone, parent: parent)),
             parent: parent, size: content.count, shareID: shareID, changeTag: nil,
             createdAt: now.timeIntervalSince1970, modifiedAt: now.timeIntervalSince1970, modifiedBy: tree.account)
+        tree.willAdopt(local.key, base: local.changeTag)
         guard let kept = try replica.keepConflictCopy(copy, content: content, of: local.key, dirty: local.dirty, adopting: server, noteName: local.name) else {
             return
         }

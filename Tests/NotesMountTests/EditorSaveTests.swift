@@ -105,7 +105,11 @@ struct EditorSaveTests {
                 })
         // one more version, and no stray records (temporaries, backups) on the server
         #expect(await queueDrained(people.aliceMount))
-        #expect(try await people.alice.versions(of: note.recordName, in: work).count == versionsBefore + 1)
+        let versions = try await people.alice.versions(of: note.recordName, in: work)
+        #expect(
+            versions.count == versionsBefore + 1,
+            "\(versionsBefore) before: \(versions.map { "\($0.changeTag) by \($0.modifiedBy): \(($0.body ?? "").debugDescription)" })\nmount log:\n\(people.aliceMount.log().suffix(3_000))"
+        )
         let everything = try await people.alice.zoneChanges(work, since: nil)
         #expect(everything.records.map(\.name) == ["plan.md"], "stray records: \(everything.records.map(\.name))")
     }

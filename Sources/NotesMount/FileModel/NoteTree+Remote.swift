@@ -67,8 +67,13 @@ extension NoteTree {
         let known: [Invalidation] = state.withLock { state in
             state.contentEpoch &+= 1
             guard let inode = state.index[key], var node = state.nodes[inode], !node.isDirectory else { return [] }
+            // Only writes not in the replica yet (unsaved, or through a handle still open)
+            // are at stake: the rest is the local change being settled, whose text the
+            // merge or the conflict copy already holds. Marking a clean, closed note too
+            // would have its next save present the older version for nothing (refused,
+            // and merged again).
             // (A base older still, which a reader open across an earlier version keeps, stays.)
-            if !node.seenIsOutdated || node.seenTag == nil {
+            if node.contentDirty || node.openCount > 0, !node.seenIsOutdated || node.seenTag == nil {
                 node.seenTag = base
                 node.seenIsOutdated = base != nil
             }

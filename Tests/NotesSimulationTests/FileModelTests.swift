@@ -261,12 +261,11 @@ import Testing
         #expect(queued.dirty > 0 && queued.changeTag == "5", "queued on \(queued.changeTag ?? "nil"), dirty \(queued.dirty)")
     }
 
-    /// Found by the soak (seed 627710, in a whole-suite run beside stress-ng): alice's
-    /// offline edit conflicted with bob's when notesd came back; the mount kept hers as a
-    /// conflict copy and gave the note bob's version, while her `>>` had the note open
-    /// with its line written on her own text. That text went up on bob's version as its
-    /// base, and bob's lines left the note. A write made on a version must present that
-    /// version, whatever the replica's row took meanwhile.
+    /// Alice's offline edit conflicts with bob's when notesd comes back; the mount keeps
+    /// hers as a conflict copy and gives the note bob's version, while her `>>` has the
+    /// note open with its line written on her own text. That text must not go up with
+    /// bob's version as its base (bob's lines would leave the note): a write made on a
+    /// version presents that version, whatever the replica's row took meanwhile.
     @Test(arguments: [false, true])
     func aWriteOpenWhileAConflictCopyIsMadeIsBasedOnTheVersionItWasWrittenOn(closedBeforeShown: Bool) throws {
         // Given a note at version 5 that sed changed here, its save queued on 5

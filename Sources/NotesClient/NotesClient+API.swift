@@ -12,6 +12,33 @@ extension NotesClient {
         try await call(.POST, "/v1/accounts", body: API.CreateAccount(name: name, email: email), as: API.TokenIssued.self)
     }
 
+    /// Creates an account and returns a sign-in link for it instead of a token.
+    public func createAccountWithLink(name: String, email: String? = nil, expiresIn: Double? = nil) async throws(NotesError) -> API.SignInLinkIssued {
+        try await call(
+            .POST, "/v1/accounts", body: API.CreateAccount(name: name, email: email, signInLink: API.MakeSignInLink(expiresIn: expiresIn)),
+            as: API.SignInLinkIssued.self)
+    }
+
+    /// A new one-time sign-in link for an account (the admin).
+    public func makeSignInLink(for name: String, expiresIn: Double? = nil) async throws(NotesError) -> API.SignInLinkIssued {
+        try await call(.POST, "/v1/accounts/\(name)/sign-in-links", body: API.MakeSignInLink(expiresIn: expiresIn), as: API.SignInLinkIssued.self)
+    }
+
+    /// An account's sign-in links waiting to be used (the admin).
+    public func signInLinks(of name: String) async throws(NotesError) -> [SignInLinkInfo] {
+        try await get("/v1/accounts/\(name)/sign-in-links", as: API.SignInLinks.self).links
+    }
+
+    /// Revokes a sign-in link (the admin).
+    public func revokeSignInLink(id: String) async throws(NotesError) -> SignInLinkInfo {
+        try await call(.DELETE, "/v1/sign-in-links/\(id)", body: Optional<API.Done>.none, as: SignInLinkInfo.self)
+    }
+
+    /// Exchanges a sign-in link for a new token of its account (no token needed).
+    public func signIn(link: String, label: String?) async throws(NotesError) -> API.TokenIssued {
+        try await call(.POST, "/v1/sign-in", body: API.SignIn(link: link, label: label), as: API.TokenIssued.self)
+    }
+
     public func issueToken(for name: String, expiresIn: Double? = nil, label: String? = nil) async throws(NotesError) -> API.TokenIssued {
         try await call(.POST, "/v1/accounts/\(name)/tokens", body: API.IssueToken(expiresIn: expiresIn, label: label), as: API.TokenIssued.self)
     }

@@ -6,9 +6,51 @@ public enum API {
     public struct CreateAccount: Codable, Sendable {
         public var name: String
         public var email: String?
-        public init(name: String, email: String? = nil) {
+        /// When present, the answer is a sign-in link for the account
+        /// (`SignInLinkIssued`) instead of its first token.
+        public var signInLink: MakeSignInLink?
+        public init(name: String, email: String? = nil, signInLink: MakeSignInLink? = nil) {
             self.name = name
             self.email = email
+            self.signInLink = signInLink
+        }
+    }
+
+    /// The admin's request for a sign-in link.
+    public struct MakeSignInLink: Codable, Sendable {
+        /// Seconds until the link stops working (default a day, at most 30 days).
+        public var expiresIn: Double?
+        public init(expiresIn: Double? = nil) { self.expiresIn = expiresIn }
+    }
+
+    /// A sign-in link just made: `link` is shown this once.
+    public struct SignInLinkIssued: Codable, Sendable {
+        public var id: String
+        public var account: String
+        public var link: String
+        public var expiresAt: Date
+        public init(id: String, account: String, link: String, expiresAt: Date) {
+            self.id = id
+            self.account = account
+            self.link = link
+            self.expiresAt = expiresAt
+        }
+    }
+
+    public struct SignInLinks: Codable, Sendable {
+        public var links: [SignInLinkInfo]
+        public init(links: [SignInLinkInfo]) { self.links = links }
+    }
+
+    /// A sign-in link exchanged for a token of its account (`POST /v1/sign-in`).
+    public struct SignIn: Codable, Sendable {
+        /// The whole link, or its `nsl_…` code.
+        public var link: String
+        /// What the new token is for (the machine's name), shown when tokens are listed.
+        public var label: String?
+        public init(link: String, label: String? = nil) {
+            self.link = link
+            self.label = label
         }
     }
 

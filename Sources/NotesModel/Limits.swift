@@ -56,6 +56,18 @@ public enum Limits {
     public static let passwordFailuresPerLink = 100
     /// The window of both counts, in seconds.
     public static let passwordWindowSeconds: Double = 15 * 60
+    /// Sign-in links that failed (forged, used, expired) per client address in one
+    /// password window; then 429 until it ends.
+    public static let signInFailuresPerClient = 10
+
+    // MARK: Sign-in links
+
+    /// How long a sign-in link works when its maker does not say: a day.
+    public static let signInLinkDefaultSeconds: Double = 24 * 60 * 60
+    /// The longest a sign-in link may work: 30 days.
+    public static let signInLinkMaxSeconds: Double = 30 * 24 * 60 * 60
+    /// Sign-in links waiting to be used per account.
+    public static let signInLinksPerAccount = 20
     /// Unknown or invalid bearer tokens answered per client address in one minute;
     /// then 429 until the minute ends (counted in each notesd's memory).
     public static let tokenFailuresPerClient = 30

@@ -30,6 +30,18 @@ public protocol RecordStore: Sendable {
     /// - Parameter owner: when given, the token must be this account's (a user revoking
     ///   their own); `nil` is the admin, who may revoke any.
     func revokeToken(id: String, owner: String?) async throws(NotesError) -> TokenInfo
+    /// Makes a one-time sign-in link for the account; only its hash is stored.
+    /// - Parameter lifetime: seconds until it stops working.
+    func createSignInLink(for account: String, lifetime: Double, createdBy: String?) async throws(NotesError) -> (code: SignInCode, info: SignInLinkInfo)
+    /// The account's sign-in links still waiting to be used, oldest first.
+    func signInLinks(of account: String) async throws(NotesError) -> [SignInLinkInfo]
+    /// Revokes a sign-in link that has not been used.
+    func revokeSignInLink(id: String) async throws(NotesError) -> SignInLinkInfo
+    /// In one transaction: checks the link (refusing a forged, used or expired one, or one
+    /// of a disabled account), marks it used, and issues a token of its account. Refused
+    /// links count against `client` (its address), which is refused for a while past
+    /// `Limits.signInFailuresPerClient`.
+    func redeemSignInLink(_ code: SignInCode, label: String?, client: String?) async throws(NotesError) -> (token: String, info: TokenInfo)
     /// Disables or enables an account (the admin's decision, made in the controller).
     func setAccountDisabled(_ name: String, _ disabled: Bool) async throws(NotesError) -> Account
     /// Deletes an account in one transaction: its zones with every record and version,

@@ -621,6 +621,24 @@ enum PostgresMigrations {
                 INSERT INTO search_pending (owner, zone, record_name) SELECT owner, zone, record_name FROM records WHERE record_type = 'note'
                 ON CONFLICT (owner, zone, record_name) DO UPDATE SET id = nextval('search_pending_id_seq');
                 """),
+        Migration(
+            version: 15, name: "sign-in links",
+            sql: """
+                -- One-time links that become a token on the machine that opens them
+                -- (SignInLinks): `id` finds the row, the secret is kept only as SHA-256.
+                -- A used link keeps its row until it would have expired, so that using
+                -- it again says when it was used.
+                CREATE TABLE sign_in_links (
+                    id TEXT PRIMARY KEY,
+                    account TEXT NOT NULL REFERENCES accounts(name) ON DELETE CASCADE,
+                    secret_hash BYTEA NOT NULL,
+                    created_by TEXT,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    expires_at DOUBLE PRECISION NOT NULL,
+                    used_at DOUBLE PRECISION
+                );
+                CREATE INDEX sign_in_links_by_account ON sign_in_links(account);
+                """),
     ]
 
     /// A migration's statements one by one (postgres-nio sends each as one prepared

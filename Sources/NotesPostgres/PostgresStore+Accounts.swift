@@ -67,23 +67,108 @@ extension PostgresStore {
     public func issueToken(for name: String, lifetime: Double?, label: String?) async throws(NotesError) -> (token: String, info: TokenInfo) {
         if let lifetime { try Limits.validateLifetime(lifetime, field: "expiresIn", allowsZero: false) }
         if let label { try Names.validateLabel(label) }
-        let made = TokenSecrets.make()
         return try await write(.none) { context in
             guard try await context.sql.exists("SELECT 1 FROM accounts WHERE name = \(name)") else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server; create it with `notes account create \(name)`.")
             }
-            let live =
-                try await context.sql.value(
-                    "SELECT COUNT(*) FROM tokens WHERE account = \(name) AND (expires_at IS NULL OR expires_at > \(context.now.storedValue))", as: Int64.self) ?? 0
-            try self.storage.checkCount(.tokens, has: Int(live), owner: name, actor: name)
-            let expiry = lifetime.map { context.now.addingTimeInterval($0) }
-            try await context.sql.execute(
-                """
-                INSERT INTO tokens (id, account, secret_hash, created_at, expires_at, label)
-                VALUES (\(made.id), \(name), \(Data(made.hash)), \(context.now.storedValue), \(expiry?.storedValue), \(label))
-                """)
-            return (made.token, TokenInfo(id: made.id, account: name, label: label, createdAt: context.now, expiresAt: expiry))
+            return try await self.insertToken(context, for: name, lifetime: lifetime, label: label)
         }
+    }
+
+    /// Issues a token inside a write transaction, within the account's count of tokens.
+    func insertToken(_ context: PostgresWrite, for name: String, lifetime: Double?, label: String?) async throws -> (token: String, info: TokenInfo) {
+        let made = TokenSecrets.make()
+        let live =
+            try await context.sql.value(
+                "SELECT COUNT(*) FROM tokens WHERE account = \(name) AND (expires_at IS NULL OR expires_at > \(context.now.storedValue))", as: Int64.self) ?? 0
+        try storage.checkCount(.tokens, has: Int(live), owner: name, actor: name)
+        let expiry = lifetime.map { context.now.addingTimeInterval($0) }
+        try await context.sql.execute(
+            """
+            INSERT INTO tokens (id, account, secret_hash, created_at, expires_at, label)
+            VALUES (\(made.id), \(name), \(Data(made.hash)), \(context.now.storedValue), \(expiry?.storedValue), \(label))
+            """)
+        return (made.token, TokenInfo(id: made.id, account: name, label: label, createdAt: context.now, expiresAt: expiry))
+    }
+
+    // MARK: Sign-in links
+
+    public func createSignInLink(for account: String, lifetime: Double, createdBy: String?) async throws(NotesError) -> (code: SignInCode, info: SignInLinkInfo) {
+        let made = SignInLinks.make()
+        return try await write(.none) { context in
+            let sql = context.sql
+            // Locked, so that two links made at once count each other.
+            guard try await sql.exists("SELECT 1 FROM accounts WHERE name = \(account) FOR UPDATE") else {
+                throw NotesError(.unknownItem, "\(account) is not an account on this server; create it with `notes account create \(account) --link`.")
+            }
+            let now = context.now.storedValue
+            // Links past their time say nothing useful any more.
+            try await sql.execute("DELETE FROM sign_in_links WHERE account = \(account) AND expires_at <= \(now)")
+            let waiting = try await sql.value("SELECT COUNT(*) FROM sign_in_links WHERE account = \(account) AND used_at IS NULL", as: Int64.self) ?? 0
+            guard waiting < Limits.signInLinksPerAccount else {
+                throw NotesError(
+                    .limitExceeded,
+                    "\(account) already has \(waiting) sign-in links waiting to be used; revoke some first (`notes account links \(account)`, `notes account revoke-link ID`).")
+            }
+            let info = SignInLinkInfo(id: made.code.id, account: account, createdBy: createdBy, createdAt: context.now, expiresAt: context.now.addingTimeInterval(lifetime))
+            try await sql.execute(
+                """
+                INSERT INTO sign_in_links (id, account, secret_hash, created_by, created_at, expires_at)
+                VALUES (\(info.id), \(account), \(Data(made.hash)), \(createdBy), \(now), \(info.expiresAt.storedValue))
+                """)
+            return (made.code, info)
+        }
+    }
+
+    public func signInLinks(of account: String) async throws(NotesError) -> [SignInLinkInfo] {
+        let now = clock().storedValue
+        return try await readOne { sql in
+            try await sql.rows(
+                """
+                SELECT id, account, created_by, created_at, expires_at, used_at FROM sign_in_links
+                WHERE account = \(account) AND used_at IS NULL AND expires_at > \(now) ORDER BY created_at, id
+                """
+            ).map(Self.signInLinkInfo(from:))
+        }
+    }
+
+    public func revokeSignInLink(id: String) async throws(NotesError) -> SignInLinkInfo {
+        try await write(.none) { context in
+            let row = try await context.sql.row(
+                "DELETE FROM sign_in_links WHERE id = \(id) RETURNING id, account, created_by, created_at, expires_at, used_at")
+            guard let row else { throw NotesError(.unknownItem, "There is no sign-in link \(id); `notes account links NAME` lists them.") }
+            return try Self.signInLinkInfo(from: row)
+        }
+    }
+
+    public func redeemSignInLink(_ code: SignInCode, label: String?, client: String?) async throws(NotesError) -> (token: String, info: TokenInfo) {
+        try await SignInLinks.redeem(code, label: label, client: client, store: self)
+    }
+
+    package func exchangeSignInLink(_ code: SignInCode, label: String?) async throws(NotesError) -> (token: String, info: TokenInfo) {
+        if let label { try Names.validateLabel(label) }
+        return try await write(.none) { context in
+            // Locked: of two uses at once, the second waits and then finds the link used.
+            let stored = try await context.sql.row(
+                """
+                SELECT l.account, l.secret_hash, l.expires_at, l.used_at, a.disabled_at FROM sign_in_links l
+                JOIN accounts a ON a.name = l.account WHERE l.id = \(code.id) FOR UPDATE OF l
+                """
+            ).map { row in
+                let (account, hash, expires, used, disabled) = try row.decode((String, Data, Double, Double?, Double?).self)
+                return SignInLinks.Stored(account: account, secretHash: Array(hash), expiresAt: expires, usedAt: used, accountDisabled: disabled != nil)
+            }
+            let account = try SignInLinks.check(stored, presented: code, now: context.now.storedValue).get()
+            try await context.sql.execute("UPDATE sign_in_links SET used_at = \(context.now.storedValue) WHERE id = \(code.id)")
+            return try await self.insertToken(context, for: account, lifetime: nil, label: label)
+        }
+    }
+
+    static func signInLinkInfo(from row: PostgresRow) throws -> SignInLinkInfo {
+        let (id, account, createdBy, createdAt, expiresAt, usedAt) = try row.decode((String, String, String?, Double, Double, Double?).self)
+        return SignInLinkInfo(
+            id: id, account: account, createdBy: createdBy, createdAt: Date(stored: createdAt), expiresAt: Date(stored: expiresAt),
+            usedAt: usedAt.map { Date(stored: $0) })
     }
 
     public func authenticate(token: String) async throws(NotesError) -> AuthenticatedToken? {

@@ -155,3 +155,6 @@ extension PostgresStore {
         return removed
     }
 }
+
+/// Sign-in links exchanged in one transaction (`exchangeSignInLink`, beside the accounts).
+extension PostgresStore: SignInLinkExchange {}

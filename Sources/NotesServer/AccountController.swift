@@ -7,6 +7,8 @@ struct AccountController {
     let store: any RecordStore
     let notifier: ChangeNotifier
     let peers: PeerAccountCache
+    /// What sign-in links start with (`--public-url`).
+    let publicURL: String
 
     func addRoutes(to group: RouterGroup<NotesRequestContext>) {
         group.get("whoami") { _, context in
@@ -20,10 +22,38 @@ struct AccountController {
             try requireAdmin(context)
             var request = request
             let body = try await request.decodeJSON(API.CreateAccount.self)
+            let lifetime = try body.signInLink.map { link throws(NotesError) in try SignInCode.lifetime(link.expiresIn) }
             let account = try await store.createAccount(name: body.name, email: body.email, isAdmin: false)
-            let issued = try await store.issueToken(for: account.name, lifetime: nil, label: "issued with the account")
             context.logger.notice("account created", metadata: ["account": "\(account.name)"])
+            if let lifetime {
+                // The admin gets a link, never a token: the token is made on the machine
+                // that opens the link.
+                return JSONResponse.make(try await makeSignInLink(for: account.name, lifetime: lifetime, context), status: .created)
+            }
+            let issued = try await store.issueToken(for: account.name, lifetime: nil, label: "issued with the account")
             return JSONResponse.make(API.TokenIssued(name: account.name, token: issued.token, id: issued.info.id), status: .created)
+        }
+        group.post("accounts/:name/sign-in-links") { request, context in
+            try requireAdmin(context)
+            let name = try context.parameters.require("name")
+            var request = request
+            let body = request.headers[.contentLength] == "0" ? API.MakeSignInLink() : try await request.decodeJSON(API.MakeSignInLink.self)
+            let lifetime = try SignInCode.lifetime(body.expiresIn)
+            return JSONResponse.make(try await makeSignInLink(for: name, lifetime: lifetime, context), status: .created)
+        }
+        group.get("accounts/:name/sign-in-links") { _, context in
+            try requireAdmin(context)
+            let name = try context.parameters.require("name")
+            guard try await store.account(named: name) != nil else {
+                throw NotesError(.unknownItem, "\(name) is not an account on this server.")
+            }
+            return JSONResponse.make(API.SignInLinks(links: try await store.signInLinks(of: name)))
+        }
+        group.delete("sign-in-links/:id") { _, context in
+            try requireAdmin(context)
+            let revoked = try await store.revokeSignInLink(id: try context.parameters.require("id"))
+            context.logger.notice("sign-in link revoked", metadata: ["account": "\(revoked.account)", "link": "\(revoked.id)"])
+            return JSONResponse.make(revoked)
         }
         group.patch("accounts/:name") { request, context in
             try requireAdmin(context)
@@ -116,6 +146,29 @@ struct AccountController {
             context.logger.notice("token revoked", metadata: ["account": "\(revoked.account)", "token": "\(revoked.id)"])
             return JSONResponse.make(revoked)
         }
+    }
+
+    /// Exchanges a sign-in link for a token: the one route of `v1` that needs no
+    /// identity, so it is added to a group without `IdentityMiddleware`.
+    func addSignInRoute(to group: RouterGroup<NotesRequestContext>, clients: ClientAddress) {
+        group.post("sign-in") { request, context in
+            var request = request
+            let body = try await request.decodeJSON(API.SignIn.self)
+            guard let code = SignInCode(parsing: body.link) else {
+                throw NotesError(.invalidArguments, "That is not a sign-in link: it should end in #nsl_ followed by 60 letters and digits. Copy the whole link.")
+            }
+            let client = clients.of(request, channel: context.channel)
+            let issued = try await store.redeemSignInLink(code, label: body.label, client: client)
+            context.logger.notice("signed in with a link", metadata: ["account": "\(issued.info.account)", "link": "\(code.id)", "token": "\(issued.info.id)"])
+            return JSONResponse.make(API.TokenIssued(name: issued.info.account, token: issued.token, id: issued.info.id), status: .created)
+        }
+    }
+
+    private func makeSignInLink(for account: String, lifetime: Double, _ context: NotesRequestContext) async throws(NotesError) -> API.SignInLinkIssued {
+        let made = try await store.createSignInLink(for: account, lifetime: lifetime, createdBy: context.identity?.account?.name)
+        context.logger.notice("sign-in link made", metadata: ["account": "\(account)", "link": "\(made.info.id)"])
+        return API.SignInLinkIssued(
+            id: made.info.id, account: account, link: made.code.link(publicURL: publicURL), expiresAt: made.info.expiresAt)
     }
 
     func requireAdmin(_ context: NotesRequestContext) throws(NotesError) {

@@ -96,8 +96,12 @@ public struct NotesAPI: Sendable {
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics())))
             }
         }
+        let accounts = AccountController(store: store, notifier: notifier, peers: peers, publicURL: publicURL)
+        // Whoever holds a sign-in link has no token yet; their address is charged.
+        accounts.addSignInRoute(to: router.group("v1").add(middleware: charge), clients: clients)
+        router.group().add(middleware: charge).get(RouterPath(SignInCode.path)) { _, _ in SignInPage.response() }
         let v1 = router.group("v1").add(middleware: identify).add(middleware: charge)
-        AccountController(store: store, notifier: notifier, peers: peers).addRoutes(to: v1)
+        accounts.addRoutes(to: v1)
         RecordController(store: store).addRoutes(to: v1)
         ShareController(store: store, publicURL: publicURL).addRoutes(to: v1)
         EventController(notifier: notifier).addRoutes(to: v1)

@@ -404,6 +404,25 @@ enum Migrations {
                     INSERT INTO search_pending (owner, zone, record_name) SELECT owner, zone, record_name FROM records WHERE record_type = 'note';
                     """)
         }
+        migrator.registerMigration("v16: sign-in links") { db in
+            try db.execute(
+                sql: """
+                    -- One-time links that become a token on the machine that opens them
+                    -- (SignInLinks): `id` finds the row, the secret is kept only as SHA-256.
+                    -- A used link keeps its row until it would have expired, so that using
+                    -- it again says when it was used.
+                    CREATE TABLE sign_in_links (
+                        id TEXT PRIMARY KEY,
+                        account TEXT NOT NULL REFERENCES accounts(name) ON DELETE CASCADE,
+                        secret_hash BLOB NOT NULL,
+                        created_by TEXT,
+                        created_at REAL NOT NULL,
+                        expires_at REAL NOT NULL,
+                        used_at REAL
+                    );
+                    CREATE INDEX sign_in_links_by_account ON sign_in_links(account);
+                    """)
+        }
         return migrator
     }
 }

@@ -53,21 +53,104 @@ extension SQLiteStore {
     public func issueToken(for name: String, lifetime: Double?, label: String?) async throws(NotesError) -> (token: String, info: TokenInfo) {
         if let lifetime { try Limits.validateLifetime(lifetime, field: "expiresIn", allowsZero: false) }
         if let label { try Names.validateLabel(label) }
-        let made = TokenSecrets.make()
         return try await write { context in
             guard try Bool.fetchOne(context.db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE name = ?"), arguments: [name]) == true else {
                 throw NotesError(.unknownItem, "\(name) is not an account on this server; create it with `notes account create \(name)`.")
             }
-            let live =
-                try Int.fetchOne(
-                    context.db.cachedStatement(sql: "SELECT COUNT(*) FROM tokens WHERE account = ? AND (expires_at IS NULL OR expires_at > ?)"),
-                    arguments: [name, context.now.storedValue]) ?? 0
-            try self.storage.checkCount(.tokens, has: live, owner: name, actor: name)
-            let expiry = lifetime.map { context.now.addingTimeInterval($0) }
-            try context.db.cachedStatement(sql: "INSERT INTO tokens (id, account, secret_hash, created_at, expires_at, label) VALUES (?, ?, ?, ?, ?, ?)")
-                .execute(arguments: [made.id, name, Data(made.hash), context.now.storedValue, expiry?.storedValue, label])
-            return (made.token, TokenInfo(id: made.id, account: name, label: label, createdAt: context.now, expiresAt: expiry))
+            return try self.insertToken(context, for: name, lifetime: lifetime, label: label)
         }
+    }
+
+    /// Issues a token inside a write transaction, within the account's count of tokens.
+    func insertToken(_ context: WriteContext, for name: String, lifetime: Double?, label: String?) throws -> (token: String, info: TokenInfo) {
+        let made = TokenSecrets.make()
+        let live =
+            try Int.fetchOne(
+                context.db.cachedStatement(sql: "SELECT COUNT(*) FROM tokens WHERE account = ? AND (expires_at IS NULL OR expires_at > ?)"),
+                arguments: [name, context.now.storedValue]) ?? 0
+        try storage.checkCount(.tokens, has: live, owner: name, actor: name)
+        let expiry = lifetime.map { context.now.addingTimeInterval($0) }
+        try context.db.cachedStatement(sql: "INSERT INTO tokens (id, account, secret_hash, created_at, expires_at, label) VALUES (?, ?, ?, ?, ?, ?)")
+            .execute(arguments: [made.id, name, Data(made.hash), context.now.storedValue, expiry?.storedValue, label])
+        return (made.token, TokenInfo(id: made.id, account: name, label: label, createdAt: context.now, expiresAt: expiry))
+    }
+
+    // MARK: Sign-in links
+
+    public func createSignInLink(for account: String, lifetime: Double, createdBy: String?) async throws(NotesError) -> (code: SignInCode, info: SignInLinkInfo) {
+        let made = SignInLinks.make()
+        return try await write { context in
+            let db = context.db
+            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE name = ?"), arguments: [account]) == true else {
+                throw NotesError(.unknownItem, "\(account) is not an account on this server; create it with `notes account create \(account) --link`.")
+            }
+            let now = context.now.storedValue
+            // Links past their time say nothing useful any more.
+            try db.cachedStatement(sql: "DELETE FROM sign_in_links WHERE account = ? AND expires_at <= ?").execute(arguments: [account, now])
+            let waiting = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM sign_in_links WHERE account = ? AND used_at IS NULL"), arguments: [account]) ?? 0
+            guard waiting < Limits.signInLinksPerAccount else {
+                throw NotesError(
+                    .limitExceeded,
+                    "\(account) already has \(waiting) sign-in links waiting to be used; revoke some first (`notes account links \(account)`, `notes account revoke-link ID`).")
+            }
+            let info = SignInLinkInfo(id: made.code.id, account: account, createdBy: createdBy, createdAt: context.now, expiresAt: context.now.addingTimeInterval(lifetime))
+            try db.cachedStatement(sql: "INSERT INTO sign_in_links (id, account, secret_hash, created_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [info.id, account, Data(made.hash), createdBy, now, info.expiresAt.storedValue])
+            return (made.code, info)
+        }
+    }
+
+    public func signInLinks(of account: String) async throws(NotesError) -> [SignInLinkInfo] {
+        let now = clock().storedValue
+        return try await read { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, account, created_by, created_at, expires_at, used_at FROM sign_in_links
+                        WHERE account = ? AND used_at IS NULL AND expires_at > ? ORDER BY created_at, rowid
+                        """), arguments: [account, now]
+            ).map(Self.signInLinkInfo(from:))
+        }
+    }
+
+    public func revokeSignInLink(id: String) async throws(NotesError) -> SignInLinkInfo {
+        try await write { context in
+            let row = try Row.fetchOne(
+                context.db.cachedStatement(sql: "SELECT id, account, created_by, created_at, expires_at, used_at FROM sign_in_links WHERE id = ?"), arguments: [id])
+            guard let row else { throw NotesError(.unknownItem, "There is no sign-in link \(id); `notes account links NAME` lists them.") }
+            try context.db.cachedStatement(sql: "DELETE FROM sign_in_links WHERE id = ?").execute(arguments: [id])
+            return Self.signInLinkInfo(from: row)
+        }
+    }
+
+    public func redeemSignInLink(_ code: SignInCode, label: String?, client: String?) async throws(NotesError) -> (token: String, info: TokenInfo) {
+        try await SignInLinks.redeem(code, label: label, client: client, store: self)
+    }
+
+    package func exchangeSignInLink(_ code: SignInCode, label: String?) async throws(NotesError) -> (token: String, info: TokenInfo) {
+        if let label { try Names.validateLabel(label) }
+        return try await write { context in
+            let db = context.db
+            let stored = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT l.account, l.secret_hash, l.expires_at, l.used_at, a.disabled_at FROM sign_in_links l
+                        JOIN accounts a ON a.name = l.account WHERE l.id = ?
+                        """), arguments: [code.id]
+            ).map { row in
+                SignInLinks.Stored(
+                    account: row[0], secretHash: Array(row[1] as Data), expiresAt: row[2], usedAt: row[3], accountDisabled: (row[4] as Double?) != nil)
+            }
+            let account = try SignInLinks.check(stored, presented: code, now: context.now.storedValue).get()
+            try db.cachedStatement(sql: "UPDATE sign_in_links SET used_at = ? WHERE id = ?").execute(arguments: [context.now.storedValue, code.id])
+            return try self.insertToken(context, for: account, lifetime: nil, label: label)
+        }
+    }
+
+    static func signInLinkInfo(from row: Row) -> SignInLinkInfo {
+        SignInLinkInfo(
+            id: row["id"], account: row["account"], createdBy: row["created_by"], createdAt: Date(stored: row["created_at"]),
+            expiresAt: Date(stored: row["expires_at"]), usedAt: (row["used_at"] as Double?).map { Date(stored: $0) })
     }
 
     public func authenticate(token: String) async throws(NotesError) -> AuthenticatedToken? {

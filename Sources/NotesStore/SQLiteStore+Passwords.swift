@@ -49,3 +49,6 @@ extension SQLiteStore: LinkPasswordStore {
         }
     }
 }
+
+/// Sign-in links exchanged in one transaction (`exchangeSignInLink`, beside the accounts).
+extension SQLiteStore: SignInLinkExchange {}

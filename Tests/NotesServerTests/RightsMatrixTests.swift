@@ -82,6 +82,13 @@ import Testing
             Operation(id: "deleteAccount", objects: [.none], request: { _, _ in ("DELETE", "/v1/accounts/frank", nil) }, expected: admin()),
             Operation(id: "listAccountTokens", objects: [.none], request: { _, _ in ("GET", "/v1/accounts/alice/tokens", nil) }, expected: admin()),
             Operation(id: "issueToken", objects: [.none], request: { _, _ in ("POST", "/v1/accounts/alice/tokens", "{}") }, expected: admin()),
+            Operation(id: "listSignInLinks", objects: [.none], request: { _, _ in ("GET", "/v1/accounts/alice/sign-in-links", nil) }, expected: admin()),
+            Operation(id: "makeSignInLink", objects: [.none], request: { _, _ in ("POST", "/v1/accounts/alice/sign-in-links", "{}") }, expected: admin()),
+            Operation(id: "revokeSignInLink", objects: [.none], request: { _, _ in ("DELETE", "/v1/sign-in-links/0123456789abcdef", nil) }, expected: admin()),
+            // Needs no identity: a token presented or not, what is not a link is refused alike.
+            Operation(
+                id: "signIn", objects: [.none], request: { _, _ in ("POST", "/v1/sign-in", #"{"link":"not a link"}"#) }, expected: { _, _ in Expected(status: 400) }),
+            Operation(id: "signInPage", objects: [.none], request: { _, _ in ("GET", "/sign-in", nil) }, expected: { _, _ in Expected(status: 200) }),
             Operation(id: "usage", objects: [.none], request: { _, _ in ("GET", "/v1/usage", nil) }, expected: any(200)),
             Operation(id: "listTokens", objects: [.none], request: { _, _ in ("GET", "/v1/tokens", nil) }, expected: any(200)),
             Operation(id: "createToken", objects: [.none], request: { _, _ in ("POST", "/v1/tokens", #"{"label":"matrix"}"#) }, expected: any(201)),

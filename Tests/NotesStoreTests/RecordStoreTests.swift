@@ -390,6 +390,67 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases)
+    func aSignInLinkBecomesATokenOnceAndOnlyBeforeItExpires(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let made = try await f.store.createSignInLink(for: Fixture.bob, lifetime: 3600, createdBy: Fixture.alice)
+        #expect(made.info.createdBy == Fixture.alice && made.info.usedAt == nil)
+        #expect(try await f.store.signInLinks(of: Fixture.bob).map(\.id) == [made.code.id])
+        // The secret is what signs in: the id alone, or a secret changed by one letter, is refused.
+        var forged = made.code
+        forged.secret = String(forged.secret.dropLast()) + (forged.secret.last == "A" ? "B" : "A")
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.redeemSignInLink(forged, label: nil, client: "192.0.2.1") }
+        let issued = try await f.store.redeemSignInLink(made.code, label: "bob-laptop", client: "192.0.2.1")
+        #expect(issued.info.account == Fixture.bob && issued.info.label == "bob-laptop" && issued.info.expiresAt == nil)
+        #expect(try await f.store.authenticate(token: issued.token)?.account.name == Fixture.bob)
+        // Once only; the second use says when the first was.
+        do {
+            _ = try await f.store.redeemSignInLink(made.code, label: nil, client: "192.0.2.1")
+            Issue.record("a used link signed in again")
+        } catch {
+            #expect(error.code == .notAuthenticated && error.message.contains("was used at"), "\(error)")
+        }
+        #expect(try await f.store.signInLinks(of: Fixture.bob).isEmpty)
+
+        // Expired: refused, and no longer listed.
+        let short = try await f.store.createSignInLink(for: Fixture.bob, lifetime: 60, createdBy: nil)
+        f.clock.advance(by: 61)
+        #expect(try await f.store.signInLinks(of: Fixture.bob).isEmpty)
+        do {
+            _ = try await f.store.redeemSignInLink(short.code, label: nil, client: "192.0.2.2")
+            Issue.record("an expired link signed in")
+        } catch {
+            #expect(error.code == .notAuthenticated && error.message.contains("expired at"), "\(error)")
+        }
+        // Revoked before use; a disabled account's link does not sign in.
+        let revoked = try await f.store.createSignInLink(for: Fixture.bob, lifetime: 600, createdBy: nil)
+        #expect(try await f.store.revokeSignInLink(id: revoked.code.id).account == Fixture.bob)
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.redeemSignInLink(revoked.code, label: nil, client: "192.0.2.3") }
+        await f.expectFailure(.unknownItem) { _ = try await f.store.revokeSignInLink(id: revoked.code.id) }
+        let disabled = try await f.store.createSignInLink(for: Fixture.bob, lifetime: 600, createdBy: nil)
+        _ = try await f.store.setAccountDisabled(Fixture.bob, true)
+        await f.expectFailure(.notAuthenticated) { _ = try await f.store.redeemSignInLink(disabled.code, label: nil, client: "192.0.2.4") }
+        await f.expectFailure(.unknownItem) { _ = try await f.store.createSignInLink(for: "nobody", lifetime: 600, createdBy: nil) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func refusedSignInLinksFromOneAddressAreRefusedForAWhileWithoutSlowingOthers(_ backend: Backend) async throws {
+        let f = try await Fixture(backend)
+        let made = try await f.store.createSignInLink(for: Fixture.bob, lifetime: 3600, createdBy: nil)
+        let forged = SignInCode(id: made.code.id, secret: String(repeating: "A", count: 43))
+        for _ in 0..<Limits.signInFailuresPerClient {
+            await f.expectFailure(.notAuthenticated) { _ = try await f.store.redeemSignInLink(forged, label: nil, client: "198.51.100.7") }
+        }
+        // The guesser is refused now, even with the right link ...
+        await f.expectFailure(.requestRateLimited) { _ = try await f.store.redeemSignInLink(made.code, label: nil, client: "198.51.100.7") }
+        // ... while the link still works from anywhere else, and was not used up.
+        #expect(try await f.store.redeemSignInLink(made.code, label: nil, client: "203.0.113.9").info.account == Fixture.bob)
+        // The window ends.
+        f.clock.advance(by: Limits.passwordWindowSeconds + 1)
+        let next = try await f.store.createSignInLink(for: Fixture.bob, lifetime: 3600, createdBy: nil)
+        #expect(try await f.store.redeemSignInLink(next.code, label: nil, client: "198.51.100.7").info.account == Fixture.bob)
+    }
+
+    @Test(arguments: Backend.allCases)
     func tokensAreListedLabelledAndRevokedAndAccountsDisabled(_ backend: Backend) async throws {
         let f = try await Fixture(backend)
         let laptop = try await f.store.issueToken(for: Fixture.bob, lifetime: nil, label: "laptop mount")

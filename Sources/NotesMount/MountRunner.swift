@@ -13,6 +13,25 @@ import Synchronization
 /// Runs one mount in the foreground: replica, file tree, sync engine and the libfuse
 /// session, until SIGTERM/SIGINT or an external unmount.
 public enum MountRunner {
+    /// A replica holds one server's notes: the same account name on another server (a
+    /// team server, after a local notesd) must not take it, or its queued saves would go
+    /// up to the wrong server. Replicas from before this was recorded are taken as the
+    /// current server's.
+    static func checkServer(of replica: Replica, at path: String, client: NotesClient, account: String) throws {
+        let server: String
+        switch client.endpoint {
+        case .unixSocket: server = "local notesd"
+        case .http(let url): server = url
+        }
+        if let saved = try replica.meta("server"), !ConnectionChoice.sameServer(saved, server) {
+            throw NotesError(
+                .constraintViolation,
+                "The replica \(path) holds \(account)'s notes from \(saved), not from \(server); mounting it would mix the two. Mount with --cache-dir FOLDER to keep a replica for \(server) apart."
+            )
+        }
+        try replica.setMeta("server", server)
+    }
+
     public static func run(mountpoint: String, client: NotesClient, cacheDirectory: String, conflictMarkers: Bool = false, logger: Logger) async throws {
         ProcessMemory.tune(arenas: 2, keepFree: 128 * 1024)
         try ReplicaLocation.prepare(cacheDirectory)
@@ -27,6 +46,7 @@ public enum MountRunner {
         defer { close(claim) }
         let replica = try Replica(path: replicaPath)
         try replica.setMeta("account", account)
+        try checkServer(of: replica, at: replicaPath, client: client, account: account)
 
         // The tree asks the engine for uploads; the engine is made after the tree.
         let engineBox = Mutex<SyncEngine?>(nil)
@@ -47,7 +67,7 @@ public enum MountRunner {
         do {
             try mount.mount()
         } catch {
-            throw NotesError(.invalidArguments, "Cannot mount at \(mountpoint): \(String(cString: strerror(error.errno))). Is /dev/fuse there and the folder empty?")
+            throw NotesError(.invalidArguments, FuseAccess.current().explain(errno: error.errno, mountpoint: mountpoint))
         }
         tree.attach(mount)
         // The search index opens (and on a first mount, starts filling) after the

@@ -1,19 +1,48 @@
 import ArgumentParser
+import Foundation
 import NotesClient
 import NotesModel
 
 struct Whoami: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "whoami",
-        abstract: "Print the account this client acts as.",
-        discussion: "Example:\n  notes whoami\n  NOTES_TOKEN=ntk_… notes whoami --json")
+        abstract: "Print the account this client acts as, and the server and profile it uses.",
+        discussion: "Example:\n  notes whoami\n  notes whoami --profile work --json")
 
     @OptionGroup var options: ClientOptions
 
+    struct Report: Encodable {
+        var name: String
+        var email: String?
+        var isAdmin: Bool
+        var isDisabled: Bool
+        var createdAt: Date
+        /// notesd's URL, or its socket.
+        var server: String
+        var profile: String?
+        /// Where the choice of server came from (options, environment, profile, local socket).
+        var via: String
+    }
+
     func run() async throws {
         try await runReporting {
+            let choice = try options.choice()
             let account = try await options.client().whoami()
-            try options.emit(account) { account.name + (account.isAdmin ? " (admin)" : "") }
+            let report = Report(
+                name: account.name, email: account.email, isAdmin: account.isAdmin, isDisabled: account.isDisabled, createdAt: account.createdAt,
+                server: choice.server ?? choice.socket ?? "", profile: choice.profile, via: choice.source.rawValue)
+            try options.emit(report) { account.name + (account.isAdmin ? " (admin)" : "") + "\n" + Self.whereLine(choice) }
+        }
+    }
+
+    /// "on https://… (profile team)": which server answered, and why that one.
+    static func whereLine(_ choice: ConnectionChoice) -> String {
+        switch choice.source {
+        case .localSocket: return "on the local notesd (\(choice.socket ?? ""))"
+        case .profile: return "on \(choice.server ?? "") (profile \(choice.profile ?? ""))"
+        case .options, .environment:
+            let given = choice.source == .options ? "given by option" : "from the environment"
+            return "on \(choice.server ?? choice.socket ?? "") (\(given)" + (choice.profile.map { ", token of profile \($0)" } ?? "") + ")"
         }
     }
 }
@@ -24,12 +53,13 @@ struct AccountCommand: AsyncParsableCommand {
         abstract: "Create, list, disable and enable accounts, and issue tokens (admin only).",
         discussion: """
             Examples:
-              notes account create bob --email bob@example.com
+              notes account create bob --email bob@example.com --link
+              notes account link bob          # a sign-in link for bob's new laptop
               notes account list
               notes account token bob --expires-in 86400
               notes account disable bob
             """,
-        subcommands: [Create.self, List.self, Disable.self, Enable.self, Delete.self, Token.self])
+        subcommands: [Create.self, List.self, Disable.self, Enable.self, Delete.self, Token.self, Link.self, Links.self, RevokeLink.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -139,8 +169,15 @@ struct AccountCommand: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "create",
-            abstract: "Create an account and print its first token.",
-            discussion: "Example:\n  notes account create bob --email bob@example.com")
+            abstract: "Create an account and print a sign-in link for it (--link) or its first token.",
+            discussion: """
+                With --link, send the link to its person: `notes login LINK` on their machine \
+                makes their token there, and you never see it. The link works once.
+
+                Examples:
+                  notes account create bob --email bob@example.com --link
+                  notes account create ci-bot     # prints a token, shown once
+                """)
 
         @Argument(help: "Account name: letters, digits, '.', '_' and '-'.")
         var name: String
@@ -148,12 +185,102 @@ struct AccountCommand: AsyncParsableCommand {
         @Option(help: "Email address; pending email invitations to it resolve to this account.")
         var email: String?
 
+        @Flag(help: "Print a one-time sign-in link instead of a token.")
+        var link = false
+
+        @Option(parsing: .unconditional, help: "How long the link works: 30m, 12h, 7d (default 24h, at most 30d).")
+        var expires: String?
+
+        @OptionGroup var options: ClientOptions
+
+        func validate() throws {
+            if expires != nil && !link { throw ValidationError("--expires is for the sign-in link: add --link.") }
+        }
+
+        func run() async throws {
+            try await runReporting {
+                if link {
+                    let made = try await options.client().createAccountWithLink(name: name, email: email, expiresIn: try expires.map(parseDuration))
+                    try options.emit(made) { "Created account \(made.account).\n" + Link.text(made) }
+                } else {
+                    let issued = try await options.client().createAccount(name: name, email: email)
+                    try options.emit(issued) { "Created account \(issued.name).\nToken (shown once): \(issued.token)" }
+                }
+            }
+        }
+    }
+
+    struct Link: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "link",
+            abstract: "Make a one-time sign-in link for an account (a new laptop, a lost token).",
+            discussion: "Example:\n  notes account link bob\n  notes account link bob --expires 2h")
+
+        @Argument(help: "Account name.")
+        var name: String
+
+        @Option(parsing: .unconditional, help: "How long the link works: 30m, 12h, 7d (default 24h, at most 30d).")
+        var expires: String?
+
         @OptionGroup var options: ClientOptions
 
         func run() async throws {
             try await runReporting {
-                let issued = try await options.client().createAccount(name: name, email: email)
-                try options.emit(issued) { "Created account \(issued.name).\nToken (shown once): \(issued.token)" }
+                let made = try await options.client().makeSignInLink(for: name, expiresIn: try expires.map(parseDuration))
+                try options.emit(made) { Self.text(made) }
+            }
+        }
+
+        static func text(_ made: API.SignInLinkIssued) -> String {
+            """
+            Sign-in link for \(made.account) (works once, until \(ISO8601.string(from: made.expiresAt))):
+            \(made.link)
+            Send it to \(made.account); on their machine: notes login '\(made.link)'
+            """
+        }
+    }
+
+    struct Links: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "links",
+            abstract: "List an account's sign-in links that wait to be used.",
+            discussion: "Example:\n  notes account links bob")
+
+        @Argument(help: "Account name.")
+        var name: String
+
+        @OptionGroup var options: ClientOptions
+
+        func run() async throws {
+            try await runReporting {
+                let links = try await options.client().signInLinks(of: name)
+                try options.emit(links) {
+                    links.isEmpty
+                        ? "No sign-in links of \(name) wait to be used."
+                        : links.map {
+                            "\($0.id)\tmade \(ISO8601.string(from: $0.createdAt))\(($0.createdBy.map { " by \($0)" }) ?? "")\texpires \(ISO8601.string(from: $0.expiresAt))"
+                        }
+                        .joined(separator: "\n")
+                }
+            }
+        }
+    }
+
+    struct RevokeLink: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke-link",
+            abstract: "Revoke a sign-in link before it is used.",
+            discussion: "Example:\n  notes account revoke-link 3f9c0a1b2c3d4e5f")
+
+        @Argument(help: "The link's id (`notes account links NAME`), or the whole link.")
+        var id: String
+
+        @OptionGroup var options: ClientOptions
+
+        func run() async throws {
+            try await runReporting {
+                let revoked = try await options.client().revokeSignInLink(id: SignInCode(parsing: id)?.id ?? id)
+                try options.emit(revoked) { "Revoked the sign-in link \(revoked.id) of \(revoked.account)." }
             }
         }
     }

@@ -59,7 +59,7 @@ struct Export: AsyncParsableCommand {
                 }
                 let folder = String(cString: made)
                 staging = folder
-                sources = [try await ShareSnapshot.write(share, client: options.client(), into: folder)]
+                sources = [try await ShareSnapshot.write(share, client: try options.client(), into: folder)]
             }
             for path in sources where !FileManager.default.fileExists(atPath: path) {
                 throw NotesError(.unknownItem, "\(path) does not exist.")

@@ -32,7 +32,7 @@ struct Mount: AsyncParsableCommand {
     @Flag(help: "Stay in the foreground and log to standard error.")
     var foreground = false
 
-    @Option(help: "Folder for the local replica (default: $XDG_CACHE_HOME/notes or ~/.cache/notes).")
+    @Option(help: "Folder for the local replica (default: $XDG_CACHE_HOME/notes or ~/.cache/notes; profiles/NAME in it for a saved profile).")
     var cacheDir: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
@@ -46,12 +46,13 @@ struct Mount: AsyncParsableCommand {
     func run() async throws {
         try await runReporting {
             let mountpoint = try prepareMountpoint()
-            let cache = cacheDir ?? ReplicaLocation.defaultDirectory()
+            let cache = try cacheDir ?? defaultCacheDirectory(for: options.choice())
             if foreground {
                 var logger = Logger(label: "notes.mount")
                 logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
                 do {
-                    try await MountRunner.run(mountpoint: mountpoint, client: options.client(), cacheDirectory: cache, conflictMarkers: conflictMarkers, logger: logger)
+                    try await MountRunner.run(
+                        mountpoint: mountpoint, client: try options.client(waitingForLocal: true), cacheDirectory: cache, conflictMarkers: conflictMarkers, logger: logger)
                 } catch let error as NotesError {
                     throw error
                 } catch {
@@ -170,4 +171,13 @@ struct Unmount: AsyncParsableCommand {
             print("Unmounted \(path).")
         }
     }
+}
+
+/// Where a mount keeps its replica unless told: the cache folder, and for a saved
+/// profile a folder of its own in it, so that the same account name on two servers
+/// never shares a replica.
+func defaultCacheDirectory(for choice: ConnectionChoice) -> String {
+    let base = ReplicaLocation.defaultDirectory()
+    guard let profile = choice.profile else { return base }
+    return "\(base)/profiles/\(profile)"
 }

@@ -18,7 +18,7 @@ struct Put: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let client = options.client()
+            let client = try options.client()
             let zone = try await defaultZone(of: client)
             let data = FileHandle.standardInput.readDataToEndOfFile()
             guard let body = String(data: data, encoding: .utf8) else {
@@ -50,7 +50,7 @@ struct Cat: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let client = options.client()
+            let client = try options.client()
             guard let record = try await findNote(named: name, in: try await defaultZone(of: client), client: client) else {
                 throw NotesError(.unknownItem, "There is no note named \(name); `notes ls` lists them.")
             }
@@ -73,7 +73,7 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let client = options.client()
+            let client = try options.client()
             let records = try await allRecords(in: try await defaultZone(of: client), client: client)
                 .filter { $0.parent == nil }.sorted { $0.name < $1.name }
             try options.emit(API.Records(records: records)) {

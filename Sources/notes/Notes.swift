@@ -10,11 +10,13 @@ struct Notes: AsyncParsableCommand {
         commandName: "notes",
         abstract: "Markdown notes, shared the way CloudKit shares records.",
         discussion: """
-            Talks to notesd over its Unix socket (--socket, $NOTES_SOCKET, or the default path) \
-            or over TCP (--server, $NOTES_SERVER) with a token (--token, $NOTES_TOKEN); over \
-            https:// with the system's CAs, or --ca-file ($NOTES_CA_FILE) for a CA of your own.
+            Talks to the server `notes login` saved (a profile), or to notesd on this machine \
+            over its Unix socket. Options come first, then environment variables, then the \
+            profile, then the local socket: --socket ($NOTES_SOCKET), --server ($NOTES_SERVER) \
+            with --token ($NOTES_TOKEN) and --ca-file ($NOTES_CA_FILE), --profile ($NOTES_PROFILE).
 
             Examples:
+              notes login 'https://notes.example.com:8420/sign-in#nsl_…'
               notes whoami
               notes mount ~/Notes
               echo "# Plan" | notes put plan.md
@@ -24,7 +26,7 @@ struct Notes: AsyncParsableCommand {
             """,
         version: "notes \(NotesVersion.release) (API \(NotesVersion.api))",
         subcommands: [
-            Whoami.self, AccountCommand.self, TokenCommand.self, Mount.self, Unmount.self, ShareCommand.self, Invitations.self, Accept.self,
+            Login.self, Logout.self, Whoami.self, AccountCommand.self, TokenCommand.self, Mount.self, Unmount.self, ShareCommand.self, Invitations.self, Accept.self,
             Participants.self, Unshare.self, Leave.self, History.self, Show.self, Diff.self, Restore.self, Search.self, Watch.self, Export.self, Status.self, Put.self, Cat.self,
             List.self,
         ])
@@ -38,25 +40,51 @@ struct ClientOptions: ParsableArguments {
     @Option(help: "Base URL of notesd over TCP, e.g. http://127.0.0.1:8420 or https://notes.example.com:8420 (default: $NOTES_SERVER).")
     var server: String?
 
-    @Option(help: "Bearer token (default: $NOTES_TOKEN); needed over TCP.")
+    @Option(help: "Bearer token (default: $NOTES_TOKEN, else the profile's); needed over TCP.")
     var token: String?
 
     @Option(
-        help: ArgumentHelp("PEM file of the CA that signed notesd's TLS certificate, for an https:// --server (default: $NOTES_CA_FILE, else the system's CAs).", valueName: "FILE")
+        help: ArgumentHelp(
+            "PEM file of the CA that signed notesd's TLS certificate, for an https:// --server (default: $NOTES_CA_FILE, else the profile's, else the system's CAs).",
+            valueName: "FILE")
     )
     var caFile: String?
+
+    @Option(help: ArgumentHelp("Saved sign-in to use (default: $NOTES_PROFILE, else the one `notes login` made first).", valueName: "NAME"))
+    var profile: String?
 
     @Flag(help: "Print JSON for scripts instead of text.")
     var json = false
 
-    func client() -> NotesClient {
+    var asked: ConnectionChoice.Asked {
+        ConnectionChoice.Asked(socket: socket, server: server, token: token, caFile: caFile, profile: profile)
+    }
+
+    /// Which notesd to talk to: options, then environment variables, then the saved
+    /// profile, then the local socket (`ConnectionChoice`).
+    func choice() throws(NotesError) -> ConnectionChoice {
         let env = ProcessInfo.processInfo.environment
-        let token = token ?? env["NOTES_TOKEN"]
-        if let server = server ?? env["NOTES_SERVER"] {
-            return NotesClient(endpoint: .http(server), token: token, caFile: caFile ?? env["NOTES_CA_FILE"])
-        }
         let home = env["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
-        return NotesClient(endpoint: .unixSocket(socket ?? DefaultPaths.socket(environment: env, home: home)), token: token)
+        let configPath = ClientConfigFile.path(environment: env)
+        return try ConnectionChoice.choose(
+            asked, environment: env, defaultSocket: DefaultPaths.socket(environment: env, home: home),
+            config: { () throws(NotesError) in try ClientConfigFile.load(configPath) }, configPath: configPath)
+    }
+
+    /// The client for `choice()`. With no profile and no local notesd, says how to log
+    /// in, unless `waitingForLocal` (the mount, which may start before a local notesd).
+    func client(waitingForLocal: Bool = false) throws(NotesError) -> NotesClient {
+        let choice = try choice()
+        if choice.source == .localSocket, !waitingForLocal, let socket = choice.socket, !FileManager.default.fileExists(atPath: socket) {
+            throw NotesError(
+                .serviceUnavailable,
+                """
+                No notesd to talk to: you have not logged in to a server, and no notesd listens on this machine (\(socket)). \
+                Log in to your team's server with `notes login https://notes.example.com:8420` (or the sign-in link your admin sent), \
+                or start notesd here (`systemctl --user enable --now notesd`, or `notesd &`).
+                """)
+        }
+        return NotesClient(endpoint: choice.endpoint, token: choice.token, caFile: choice.caFile)
     }
 
     /// Prints `value` as JSON with `--json`, else the text.

@@ -76,7 +76,7 @@ struct ShareCommand: AsyncParsableCommand {
             }
             let permission: ParticipantPermission = readWrite ? .readWrite : .readOnly
             let invitees = with.map { $0.contains("@") ? Invitee(email: $0, permission: permission) : Invitee(name: $0, permission: permission) }
-            let client = options.client()
+            let client = try options.client()
             var share: Share
             if let shareID = target.shareID {
                 share = try await client.share(id: shareID)
@@ -244,7 +244,7 @@ struct Unshare: AsyncParsableCommand {
             guard target.isOwner else {
                 throw NotesError(.permissionFailure, "Only \(target.zone.owner) can change who takes part; to stop seeing it yourself, run `notes leave \(target.path)`.")
             }
-            let client = options.client()
+            let client = try options.client()
             let share = try await client.share(id: shareID)
             guard share.rootRecordName == target.recordName else {
                 throw NotesError(.invalidArguments, "\(target.path) is part of the share “\(share.title)”; unshare it from the path it was shared on.")
@@ -327,7 +327,7 @@ struct History: AsyncParsableCommand {
             guard let recordName = target.recordName else {
                 throw NotesError(.invalidArguments, "\(target.path) is a zone; give a note or folder inside it.")
             }
-            let client = options.client()
+            let client = try options.client()
             var entries: [Entry] = []
             var texts: [(name: String, body: String?)] = []
             if let current = try await client.records([recordName], in: target.zone).first {

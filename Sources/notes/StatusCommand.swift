@@ -24,6 +24,9 @@ struct Status: AsyncParsableCommand {
 
     struct Report: Encodable {
         var daemon: String
+        /// notesd's URL or socket, and the saved profile that named it.
+        var server: String?
+        var profile: String?
         var account: String?
         var mounts: [String]
         var queued: Int
@@ -38,13 +41,17 @@ struct Status: AsyncParsableCommand {
             // user's own cache folder), and the replicas of the default or given folder.
             let mounted = Set(notesMounts())
             let registrations = ReplicaLocation.registrations().filter { mounted.contains($0.mountpoint) }
-            var report = Report(daemon: "offline", account: nil, mounts: registrations.map(\.mountpoint), queued: 0, waiting: [], conflicts: [])
+            let choice = try? options.choice()
+            var report = Report(
+                daemon: "offline", server: choice.map { $0.server ?? $0.socket ?? "" }, profile: choice?.profile, account: nil,
+                mounts: registrations.map(\.mountpoint), queued: 0, waiting: [], conflicts: [])
             if let account = try? await options.client().whoami() {
                 report.daemon = "online"
                 report.account = account.name
             }
             var replicas = registrations.map(\.replica)
-            for folder in [ReplicaLocation.defaultDirectory()] + (cacheDir.map { [$0] } ?? []) {
+            let folders = Set([ReplicaLocation.defaultDirectory()] + (choice.map { [defaultCacheDirectory(for: $0)] } ?? []) + (cacheDir.map { [$0] } ?? []))
+            for folder in folders.sorted() {
                 replicas += ReplicaLocation.accounts(in: folder).map { ReplicaLocation.path(in: folder, account: $0) }
             }
             var seen = Set<String>()
@@ -55,7 +62,11 @@ struct Status: AsyncParsableCommand {
                 report.conflicts += ((try? replica.conflicts()) ?? []).map(\.path)
             }
             try options.emit(report) {
-                var lines = [report.daemon == "online" ? "notesd: online, signed in as \(report.account ?? "?")" : "notesd: offline (mounts keep working from their replicas)"]
+                let server = (report.server.map { " at \($0)" } ?? "") + (report.profile.map { " (profile \($0))" } ?? "")
+                var lines = [
+                    report.daemon == "online"
+                        ? "notesd: online\(server), signed in as \(report.account ?? "?")" : "notesd: offline\(server) (mounts keep working from their replicas)"
+                ]
                 lines.append(report.mounts.isEmpty ? "mounts: none (`notes mount ~/Notes` starts one)" : "mounts: " + report.mounts.joined(separator: ", "))
                 lines.append("queued: \(report.queued) change\(report.queued == 1 ? "" : "s") waiting for upload")
                 lines += report.waiting.prefix(50).map { item in

@@ -67,7 +67,7 @@ struct Show: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let versions = try await NoteVersions.load(path, client: options.client())
+            let versions = try await NoteVersions.load(path, client: try options.client())
             let chosen = try versions.version(version)
             if options.json {
                 try options.emit(chosen) { "" }
@@ -111,7 +111,7 @@ struct Diff: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let versions = try await NoteVersions.load(path, client: options.client())
+            let versions = try await NoteVersions.load(path, client: try options.client())
             let newer = try versions.version(to)
             let older: RecordVersion
             if let from {
@@ -167,7 +167,7 @@ struct Restore: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let client = options.client()
+            let client = try options.client()
             let versions = try await NoteVersions.load(path, client: client)
             let chosen = try versions.version(version)
             let current = versions.current

@@ -91,7 +91,7 @@ struct Watch: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let client = options.client()
+            let client = try options.client()
             var position: WatchPosition
             if let since { position = try WatchPosition(decoding: since) } else { position = try await WatchPosition.now(client) }
             Self.endCleanlyOnInterrupt()

@@ -37,6 +37,7 @@ import Testing
 
     @Test(arguments: [
         ["--help"], ["whoami", "--help"], ["account", "create", "--help"], ["account", "token", "--help"],
+        ["login", "--help"], ["logout", "--help"], ["account", "link", "--help"], ["account", "links", "--help"], ["account", "revoke-link", "--help"],
         ["put", "--help"], ["cat", "--help"], ["ls", "--help"], ["mount", "--help"], ["unmount", "--help"],
         ["share", "--help"], ["invitations", "--help"], ["accept", "--help"], ["participants", "--help"],
         ["unshare", "--help"], ["leave", "--help"], ["history", "--help"], ["export", "--help"], ["status", "--help"],
@@ -128,7 +129,7 @@ import Testing
         #expect(refused.status == 77, "\(refused)")
         #expect(try Self.run("notes", ["account", "list"], environment: env).stdout.contains("bob\tbob@example.com\tdisabled"))
         #expect(try Self.run("notes", ["account", "enable", "bob"], environment: env).status == 0)
-        #expect(try Self.run("notes", ["whoami"], environment: bob).stdout == "bob\n")
+        #expect(try Self.run("notes", ["whoami"], environment: bob).stdout.hasPrefix("bob\n"))
 
         // bob's own tokens: listed, and revoked by pasting the whole token
         let tokens = try Self.run("notes", ["token", "list"], environment: bob)
@@ -137,7 +138,7 @@ import Testing
         // bob makes a token of his own; one made with an expiring token expires by then too
         let made = try Self.run("notes", ["token", "create", "--label", "laptop", "--expires", "90d", "--json"], environment: bob)
         let laptop = try NotesJSON.decoder().decode(API.TokenIssued.self, from: Data(made.stdout.utf8))
-        #expect(try Self.run("notes", ["whoami"], environment: env.merging(["NOTES_TOKEN": laptop.token]) { $1 }).stdout == "bob\n")
+        #expect(try Self.run("notes", ["whoami"], environment: env.merging(["NOTES_TOKEN": laptop.token]) { $1 }).stdout.hasPrefix("bob\n"))
         #expect(try Self.run("notes", ["token", "list"], environment: bob).stdout.contains("\tlaptop\t"))
         let longer = try Self.run("notes", ["token", "create", "--expires", "91d"], environment: env.merging(["NOTES_TOKEN": laptop.token]) { $1 })
         #expect(longer.status == 64 && longer.stderr.contains("must expire by then too"), "\(longer)")
@@ -171,7 +172,7 @@ import Testing
         // When the admin asks without --yes, nothing happens and the message says what would
         let asked = try Self.run("notes", ["account", "delete", "bob"], environment: env)
         #expect(asked.status == 64 && asked.stderr.contains("--yes") && asked.stderr.contains("keep bob as their author"), "\(asked)")
-        #expect(try Self.run("notes", ["whoami"], environment: env.merging(["NOTES_TOKEN": tokens["bob"]!]) { $1 }).stdout == "bob\n")
+        #expect(try Self.run("notes", ["whoami"], environment: env.merging(["NOTES_TOKEN": tokens["bob"]!]) { $1 }).stdout.hasPrefix("bob\n"))
         // and an admin cannot delete their own account
         let me = try await admin.whoami().name
         #expect(try Self.run("notes", ["account", "delete", me, "--yes"], environment: env).status == 64)
@@ -320,7 +321,7 @@ import Testing
         #expect(again.stderr.contains("already exists"))
 
         let bob = env.merging(["NOTES_TOKEN": issued.token]) { $1 }
-        #expect(try Self.run("notes", ["whoami"], environment: bob).stdout == "bob\n")
+        #expect(try Self.run("notes", ["whoami"], environment: bob).stdout.hasPrefix("bob\n"))
         let notAdmin = try Self.run("notes", ["account", "create", "eve"], environment: bob)
         #expect(notAdmin.status == 77)
         #expect(notAdmin.stderr.contains("Only the admin"))

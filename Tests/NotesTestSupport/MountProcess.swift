@@ -147,6 +147,15 @@ public enum Shell {
         return Result(status: output.status, stdout: String(decoding: output.stdout, as: UTF8.self), stderr: String(decoding: output.stderr, as: UTF8.self))
     }
 
+    /// Runs a program with `environment` only, none of the test process's: what a new
+    /// user's shell with nothing exported gives it.
+    public static func runAlone(_ arguments: [String], environment: [String: String]) -> Result {
+        guard let output = Spawn.run(arguments, environment: environment, directory: nil) else {
+            return Result(status: -1, stdout: "", stderr: "could not start \(arguments.first ?? ""): \(String(cString: strerror(errno)))")
+        }
+        return Result(status: output.status, stdout: String(decoding: output.stdout, as: UTF8.self), stderr: String(decoding: output.stderr, as: UTF8.self))
+    }
+
     /// `run` on a thread of its own, for a command that runs long (a script that waits for
     /// the test to go on): waiting for it on one of the test's task threads would take
     /// that thread from everything else for as long.

@@ -13,7 +13,7 @@ if ! "$bin/notes" whoami >/dev/null 2>&1; then
         sleep 0.1
     done
 fi
-echo "start: signed in as $("$bin/notes" whoami)"
+echo "start: signed in as $("$bin/notes" whoami | head -n 1)"
 mountpoint="${NOTES_MOUNT:-$HOME/Notes}"
 if ! grep -q " $mountpoint fuse.notes " /proc/self/mounts; then
     "$bin/notes" mount "$mountpoint"

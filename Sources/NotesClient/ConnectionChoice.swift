@@ -5,7 +5,9 @@ public import NotesModel
 /// socket. A server given by option or environment takes its token and CA from the
 /// profile for that same server when none is given.
 public struct ConnectionChoice: Sendable, Equatable {
-    /// Where the choice came from, for `notes status` and `notes whoami`.
+    /// Where the choice came from, for `notes status` and `notes whoami`: a server or
+    /// socket given by option or environment variable, a saved profile (however it was
+    /// named), or the local socket.
     public enum Source: String, Sendable, Codable {
         case options, environment, profile
         case localSocket = "local socket"
@@ -56,7 +58,7 @@ public struct ConnectionChoice: Sendable, Equatable {
             return try direct(server, token: token, asked: asked, environment: environment, source: .options, config: config)
         }
         if let name = asked.profile {
-            return try named(name, config: config(), configPath: configPath, token: asked.token, caFile: asked.caFile, source: .options)
+            return try named(name, config: config(), configPath: configPath, token: asked.token, caFile: asked.caFile)
         }
         if let socket = environment["NOTES_SOCKET"].nonEmpty {
             return ConnectionChoice(server: nil, socket: socket, token: token, caFile: nil, profile: nil, source: .environment)
@@ -65,11 +67,11 @@ public struct ConnectionChoice: Sendable, Equatable {
             return try direct(server, token: token, asked: asked, environment: environment, source: .environment, config: config)
         }
         if let name = environment["NOTES_PROFILE"].nonEmpty {
-            return try named(name, config: config(), configPath: configPath, token: token, caFile: asked.caFile, source: .environment)
+            return try named(name, config: config(), configPath: configPath, token: token, caFile: asked.caFile ?? environment["NOTES_CA_FILE"].nonEmpty)
         }
         let saved = try config()
         if let name = saved.defaultProfile ?? (saved.profiles.count == 1 ? saved.profiles.keys.first : nil), saved.profiles[name] != nil {
-            return try named(name, config: saved, configPath: configPath, token: token, caFile: asked.caFile ?? environment["NOTES_CA_FILE"].nonEmpty, source: .profile)
+            return try named(name, config: saved, configPath: configPath, token: token, caFile: asked.caFile ?? environment["NOTES_CA_FILE"].nonEmpty)
         }
         return ConnectionChoice(server: nil, socket: defaultSocket, token: token, caFile: nil, profile: nil, source: .localSocket)
     }
@@ -92,7 +94,8 @@ public struct ConnectionChoice: Sendable, Equatable {
         return ConnectionChoice(server: server, socket: nil, token: token, caFile: caFile, profile: profile, source: source)
     }
 
-    private static func named(_ name: String, config: ClientConfig, configPath: String, token: String?, caFile: String?, source: Source) throws(NotesError)
+    /// The profile `name`, however it was named (`--profile`, `NOTES_PROFILE`, the default).
+    private static func named(_ name: String, config: ClientConfig, configPath: String, token: String?, caFile: String?) throws(NotesError)
         -> ConnectionChoice
     {
         guard let profile = config.profiles[name] else {
@@ -104,7 +107,7 @@ public struct ConnectionChoice: Sendable, Equatable {
                     + ". Make it with `notes login URL --profile \(name)`.")
         }
         return ConnectionChoice(
-            server: profile.server, socket: nil, token: token ?? profile.token, caFile: caFile ?? profile.caFile, profile: name, source: source)
+            server: profile.server, socket: nil, token: token ?? profile.token, caFile: caFile ?? profile.caFile, profile: name, source: .profile)
     }
 
     /// Two spellings of one server: case of scheme and host, and a trailing slash, aside.

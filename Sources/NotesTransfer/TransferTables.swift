@@ -56,6 +56,13 @@ struct TransferTable: Sendable {
                 ("id", .text), ("account", .text), ("secret_hash", .blob), ("created_at", .real), ("expires_at", .real), ("label", .text),
                 ("issued", .rowid),
             ]),
+        // Links waiting to be used keep working after the move; used ones keep saying when.
+        TransferTable(
+            "sign_in_links",
+            [
+                ("id", .text), ("account", .text), ("secret_hash", .blob), ("created_by", .text), ("created_at", .real), ("expires_at", .real),
+                ("used_at", .real),
+            ]),
         TransferTable("zones", [("owner", .text), ("name", .text), ("epoch", .integer), ("changed_seq", .integer), ("pruned_seq", .integer)]),
         TransferTable("zone_tombstones", [("owner", .text), ("name", .text), ("seq", .integer)]),
         // (Staged contents first: a content counts toward usage once it is no longer staged,

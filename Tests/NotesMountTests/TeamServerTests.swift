@@ -130,6 +130,16 @@ struct TeamServerTests {
         #expect(chmod(carol.configFile, 0o600) == 0)
         #expect(carol.notes(["whoami"]).stdout.hasPrefix("carol\n"))
 
+        // A token someone already has goes in through standard input, under a second profile.
+        let issued = Shell.run("'\(MountProcess.notesBinary)' account token carol --json", environment: ["NOTES_SOCKET": daemon.socket])
+        let token = try NotesJSON.decoder().decode(API.TokenIssued.self, from: Data(issued.stdout.utf8)).token
+        let piped = Shell.runAlone(
+            ["/bin/sh", "-c", "printf '%s\\n' '\(token)' | '\(MountProcess.notesBinary)' login \(server) --token-stdin --profile ci"],
+            environment: ["HOME": carol.home, "PATH": "/usr/bin:/bin"])
+        #expect(piped.status == 0 && piped.stdout.contains("profile ci"), "\(piped)")
+        #expect(carol.notes(["whoami", "--profile", "ci"]).stdout == "carol\non \(server) (profile ci)\n")
+        #expect(carol.notes(["logout", "--profile", "ci"]).status == 0)
+
         // A profile whose server is gone: exit 69, naming the server.
         try await daemon.stop()
         let away = carol.notes(["whoami"])

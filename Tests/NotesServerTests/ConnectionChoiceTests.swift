@@ -23,7 +23,8 @@ struct ConnectionChoiceTests {
         #expect(fromProfile.caFile == "/home/bob/.config/notes/team-ca.pem")
         // NOTES_PROFILE names another; --profile beats it.
         #expect(try Self.choose(.init(), ["NOTES_PROFILE": "work"]).token == "ntk_work")
-        #expect(try Self.choose(.init(profile: "team"), ["NOTES_PROFILE": "work"]).token == "ntk_team")
+        let named = try Self.choose(.init(profile: "team"), ["NOTES_PROFILE": "work"])
+        #expect(named.token == "ntk_team" && named.source == .profile && named.profile == "team")
         // NOTES_SERVER beats the profile, and borrows the token saved for that same server.
         let sameServer = try Self.choose(.init(), ["NOTES_SERVER": "https://WORK.example.com/"])
         #expect(sameServer.server == "https://WORK.example.com/" && sameServer.token == "ntk_work" && sameServer.source == .environment)

@@ -12,7 +12,7 @@ import Testing
     static let work = ZoneID(owner: "alice", name: "Work")
 
     /// A SQLite store with something of everything the store keeps.
-    static func teamStore() async throws -> (SQLiteStore, path: String, token: String) {
+    static func teamStore() async throws -> (SQLiteStore, path: String, token: String, link: SignInCode) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("notes-transfer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let path = folder.appendingPathComponent("notes.sqlite").path
@@ -54,11 +54,15 @@ import Testing
         _ = try await store.acceptShare(urlToken: share.urlToken, actor: "bob")
         _ = try await store.updateShare(id: share.id, ShareUpdate(publicPermission: .readOnly, publicPassword: "sesame"), actor: "alice")
         do { _ = try await store.acceptShare(urlToken: share.urlToken, password: "wrong", actor: "carol") } catch {}
-        return (store, path, token)
+        // carol's new laptop has a sign-in link waiting; an older one was used.
+        let used = try await store.createSignInLink(for: "carol", lifetime: 86_400, createdBy: "alice")
+        _ = try await store.redeemSignInLink(used.code, label: "old laptop", client: nil)
+        let link = try await store.createSignInLink(for: "carol", lifetime: 86_400, createdBy: "alice").code
+        return (store, path, token, link)
     }
 
     @Test func aTeamMovesWithEverythingItHadAndAnInterruptedCopyGoesOn() async throws {
-        let (sqlite, path, token) = try await Self.teamStore()
+        let (sqlite, path, token, link) = try await Self.teamStore()
         let before = try await sqlite.zoneChanges(Self.work, since: nil, limit: 1000, actor: "alice")
         let pool = try PostgresPool(url: try PostgresCluster.shared().createDatabase())
 
@@ -75,7 +79,7 @@ import Testing
         let report = try await transfer.run()
         #expect(report.resumed && !report.alreadyComplete)
         let rows = Dictionary(report.rows.map { ($0.table, $0.count) }, uniquingKeysWith: { a, _ in a })
-        #expect(rows["records"] == 10 && rows["versions"] == 4 && rows["tokens"] == 2 && rows["participants"] == 3, "\(report.rows)")
+        #expect(rows["records"] == 10 && rows["versions"] == 4 && rows["tokens"] == 3 && rows["participants"] == 3, "\(report.rows)")
         #expect(rows["contents"] == 2, "\(report.rows)")
         #expect(rows["password_attempts"] ?? 0 > 0 && rows["zone_tombstones"] == 1 && rows["tombstones"] == 1, "\(report.rows)")
         // Run once more, it only compares.
@@ -84,6 +88,8 @@ import Testing
         // notesd on PostgreSQL then answers as it did on SQLite.
         let postgres = PostgresStore(database: pool.database)
         #expect(try await postgres.authenticate(token: token)?.account.name == "alice")
+        #expect(rows["sign_in_links"] == 2, "\(report.rows)")
+        #expect(try await postgres.redeemSignInLink(link, label: "new laptop", client: nil).info.account == "carol")
         let after = try await postgres.zoneChanges(Self.work, since: nil, limit: 1000, actor: "alice")
         #expect(after.records == before.records && after.changeToken == before.changeToken)
         #expect(try await postgres.versions(of: "n0", in: Self.work, actor: "alice") == (try await sqlite.versions(of: "n0", in: Self.work, actor: "alice")))
@@ -109,7 +115,7 @@ import Testing
     }
 
     @Test func aDatabaseWithOtherDataOrASourceChangedMidwayIsRefused() async throws {
-        let (sqlite, path, _) = try await Self.teamStore()
+        let (sqlite, path, _, _) = try await Self.teamStore()
 
         // A database that already holds accounts of its own
         let used = try PostgresPool(url: try PostgresCluster.shared().createDatabase())

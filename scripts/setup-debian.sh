@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what notes needs on Debian 12, as root. Idempotent: run it as often as you like.
-# Swift itself comes with this machine image (/opt/swift); see README.md if it is missing.
+# Swift itself is expected at /opt/swift (swift.org's Debian 12 toolchain unpacked there); the
+# .deb packages (docs/packages.md) need no Swift at all.
 set -euo pipefail
 if ! command -v swift >/dev/null 2>&1; then
     echo "setup: swift is not on PATH. Install Swift 6.x (swift.org) and add its usr/bin to PATH." >&2

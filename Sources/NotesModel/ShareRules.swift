@@ -52,17 +52,17 @@ package enum ShareRules {
     }
 
     /// The participant the owner removes by account name or, for an email invitation
-    /// with no account yet, by email.
-    package static func participantToRemove(_ share: Share, name: String, actor: String) throws(NotesError) -> Participant {
+    /// with no account yet, by email; nil when they were removed already (removing is
+    /// idempotent: the share lists removed participants, and removing one again changes
+    /// nothing).
+    package static func participantToRemove(_ share: Share, name: String, actor: String) throws(NotesError) -> Participant? {
         guard name != actor else {
             throw NotesError(.invalidArguments, "You own this share; to stop sharing with everyone, run `notes unshare` without --with.")
         }
-        guard let participant = share.participants.first(where: { $0.name == name || ($0.name == nil && $0.email == name) }),
-            participant.status != .removed
-        else {
+        guard let participant = share.participants.first(where: { $0.name == name || ($0.name == nil && $0.email == name) }) else {
             throw NotesError(.unknownItem, "\(name) is not a participant of this share.")
         }
-        return participant
+        return participant.status == .removed ? nil : participant
     }
 
     // MARK: New shares

@@ -107,7 +107,7 @@ extension PostgresStore {
             let waiting = try await sql.value("SELECT COUNT(*) FROM sign_in_links WHERE account = \(account) AND used_at IS NULL", as: Int64.self) ?? 0
             guard waiting < Limits.signInLinksPerAccount else {
                 throw NotesError(
-                    .limitExceeded,
+                    .constraintViolation,
                     "\(account) already has \(waiting) sign-in links waiting to be used; revoke some first (`notes account links \(account)`, `notes account revoke-link ID`).")
             }
             let info = SignInLinkInfo(id: made.code.id, account: account, createdBy: createdBy, createdAt: context.now, expiresAt: context.now.addingTimeInterval(lifetime))

@@ -128,7 +128,7 @@ extension PostgresStore {
         try await write(.zoneOfShare(id: shareID)) { context in
             let sql = context.sql
             let share = try await Self.ownedShare(sql, id: shareID, actor: actor)
-            let participant = try ShareRules.participantToRemove(share, name: name, actor: actor)
+            guard let participant = try ShareRules.participantToRemove(share, name: name, actor: actor) else { return share }
             try await sql.execute(
                 """
                 UPDATE participants SET status = 'removed', changed_seq = \(try context.nextSeq())

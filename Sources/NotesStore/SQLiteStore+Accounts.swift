@@ -90,7 +90,7 @@ extension SQLiteStore {
             let waiting = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM sign_in_links WHERE account = ? AND used_at IS NULL"), arguments: [account]) ?? 0
             guard waiting < Limits.signInLinksPerAccount else {
                 throw NotesError(
-                    .limitExceeded,
+                    .constraintViolation,
                     "\(account) already has \(waiting) sign-in links waiting to be used; revoke some first (`notes account links \(account)`, `notes account revoke-link ID`).")
             }
             let info = SignInLinkInfo(id: made.code.id, account: account, createdBy: createdBy, createdAt: context.now, expiresAt: context.now.addingTimeInterval(lifetime))

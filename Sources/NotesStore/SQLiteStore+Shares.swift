@@ -130,7 +130,7 @@ extension SQLiteStore {
         try await write { context in
             let db = context.db
             let share = try Self.ownedShare(db, id: shareID, actor: actor)
-            let participant = try ShareRules.participantToRemove(share, name: name, actor: actor)
+            guard let participant = try ShareRules.participantToRemove(share, name: name, actor: actor) else { return share }
             let seq = context.nextSeq()
             try db.cachedStatement(
                 sql: """

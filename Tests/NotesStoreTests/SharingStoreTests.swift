@@ -132,6 +132,12 @@ import Testing
         #expect(changes.deletedZones == [f.aliceZone])
         #expect(try await f.store.zones(scope: .shared, actor: Fixture.bob).isEmpty)
         await f.expectFailure(.unknownItem) { _ = try await f.store.share(id: share.id, actor: Fixture.bob) }
+        // The share still lists bob, as removed; removing him again changes nothing.
+        let listed = try await f.store.share(id: share.id, actor: Fixture.alice)
+        #expect(listed.participant(named: Fixture.bob)?.status == .removed)
+        #expect(try await f.store.removeParticipant(shareID: share.id, name: Fixture.bob, actor: Fixture.alice) == listed)
+        #expect(try await f.store.databaseChanges(scope: .shared, since: changes.changeToken, actor: Fixture.bob).deletedZones.isEmpty)
+        await f.expectFailure(.unknownItem) { _ = try await f.store.removeParticipant(shareID: share.id, name: "nobody", actor: Fixture.alice) }
     }
 
     @Test(arguments: Backend.allCases)

@@ -57,19 +57,20 @@ public struct SignInCode: Sendable, Equatable {
         return asked
     }
 
-    /// The code in `text` (a whole link or the code alone), or nil when it holds none.
+    /// The code in `text` (a whole link or the code alone), or nil when it holds none: the
+    /// text ends with it (the part of a link after `#`), as `docs/openapi.yaml` says.
     public init?(parsing text: String) {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        // A whole link carries the code after `#`; the code alone is the whole text.
-        let fragment = trimmed.split(separator: "#", omittingEmptySubsequences: false).last ?? ""
-        guard fragment.hasPrefix(Self.prefix) else { return nil }
-        let code = fragment.dropFirst(Self.prefix.count)
-        let parts = code.split(separator: "_", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].utf8.count == 16, parts[0].utf8.allSatisfy(Self.isHex), parts[1].utf8.count == 43,
-            parts[1].utf8.allSatisfy(Self.isBase64URL)
-        else { return nil }
-        id = String(parts[0])
-        secret = String(parts[1])
+        let bytes = Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        let length = Self.prefix.utf8.count + 16 + 1 + 43
+        guard bytes.count >= length else { return nil }
+        let code = bytes[(bytes.count - length)...]
+        guard code.starts(with: Self.prefix.utf8) else { return nil }
+        let id = code.dropFirst(Self.prefix.utf8.count).prefix(16)
+        let separator = code.dropFirst(Self.prefix.utf8.count + 16).first
+        let secret = code.suffix(43)
+        guard id.allSatisfy(Self.isHex), separator == UInt8(ascii: "_"), secret.allSatisfy(Self.isBase64URL) else { return nil }
+        self.id = String(decoding: id, as: UTF8.self)
+        self.secret = String(decoding: secret, as: UTF8.self)
     }
 
     /// The server a whole link names (`https://host:port`), or nil for a code alone.

@@ -98,3 +98,21 @@ import Testing
         #expect(ISO8601.date(from: "2026-11-22T14:05:09Z") != nil)
     }
 }
+
+/// A sign-in link's code is found at the end of whatever holds it, and nowhere else.
+struct SignInCodeTests {
+    static let code = "nsl_0123456789abcdef_" + String(repeating: "aZ9-_", count: 8) + "abc"
+
+    @Test func theCodeEndsTheLinkOrStandsAlone() throws {
+        let whole = try #require(SignInCode(parsing: "https://notes.example.com:8420/sign-in#\(Self.code)\n"))
+        #expect(whole.id == "0123456789abcdef" && whole.text == Self.code)
+        #expect(SignInCode(parsing: Self.code) == whole)
+        #expect(SignInCode.server(of: "https://notes.example.com:8420/sign-in#\(Self.code)") == "https://notes.example.com:8420")
+        #expect(SignInCode.server(of: "https://example.com/notes/sign-in#\(Self.code)") == "https://example.com/notes")
+        #expect(SignInCode.server(of: Self.code) == nil)
+        for broken in [String(Self.code.dropLast()), Self.code + ".", Self.code.replacingOccurrences(of: "nsl_", with: "ntk_"), "nsl_", "", "#"] {
+            #expect(SignInCode(parsing: broken) == nil, "\(broken)")
+        }
+        #expect(SignInCode(parsing: Self.code.replacingOccurrences(of: "0123456789abcdef", with: "0123456789ABCDEF")) == nil)
+    }
+}

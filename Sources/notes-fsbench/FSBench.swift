@@ -104,18 +104,22 @@ struct FSBench: AsyncParsableCommand {
             }
             print("\n\(label)")
             print(
-                "phase".padding(toLength: 22, withPad: " ", startingAt: 0) + "tmpfs µs/op".leftPad(13) + "mount µs/op".leftPad(13) + "slowdown".leftPad(10) + "aim".leftPad(8)
-                    + "bindfs µs/op".leftPad(14) + "÷ bindfs".leftPad(10) + (plain == nil ? "" : "disk folder µs/op".leftPad(19) + "mount ÷ disk".leftPad(14)))
+                "phase".padding(toLength: 22, withPad: " ", startingAt: 0) + "tmpfs µs/op".leftPad(13) + "mount µs/op".leftPad(13) + "slowdown".leftPad(10)
+                    + "bindfs µs/op".leftPad(14) + "÷ bindfs".leftPad(10) + "aim".leftPad(14)
+                    + (plain == nil ? "" : "disk folder µs/op".leftPad(19) + "mount ÷ disk".leftPad(14)))
             for (phase, aim) in Workload.phases {
                 let base = tmpfs[phase]!
                 let measured = notes[phase]!
                 let ratio = measured / base
                 let disk = plain.map { String(format: "%.2f", $0[phase]! * 1e6).leftPad(19) + String(format: "%.2f×", measured / $0[phase]!).leftPad(14) } ?? ""
-                let passThrough = String(format: "%.2f", bindfs[phase]! * 1e6).leftPad(14) + String(format: "%.2f×", measured / bindfs[phase]!).leftPad(10)
-                print(
-                    phase.padding(toLength: 22, withPad: " ", startingAt: 0)
-                        + String(format: "%.2f", base * 1e6).leftPad(13) + String(format: "%.2f", measured * 1e6).leftPad(13)
-                        + String(format: "%.2f×", ratio).leftPad(10) + String(format: "≤%.1f×", aim).leftPad(8) + passThrough + disk + (ratio <= aim ? "" : "  (above aim)"))
+                let bindfsRatio = measured / bindfs[phase]!
+                let passThrough = String(format: "%.2f", bindfs[phase]! * 1e6).leftPad(14) + String(format: "%.2f×", bindfsRatio).leftPad(10)
+                let missed = aim.map { !$0.isMet(tmpfsRatio: ratio, bindfsRatio: bindfsRatio) } ?? false
+                let name: String = phase.padding(toLength: 22, withPad: " ", startingAt: 0)
+                let times: String = String(format: "%.2f", base * 1e6).leftPad(13) + String(format: "%.2f", measured * 1e6).leftPad(13)
+                let aimText: String = (aim?.text ?? "–").leftPad(14)
+                let note: String = missed ? "  (above aim)" : ""
+                print(name + times + String(format: "%.2f×", ratio).leftPad(10) + passThrough + aimText + disk + note)
             }
         }
 
@@ -240,9 +244,30 @@ struct FSBench: AsyncParsableCommand {
 
 /// The small-file workload, timed phase by phase (seconds per operation).
 struct Workload {
-    static let phases: [(String, Double)] = [
-        ("create+write+close", 12), ("first stat", 10), ("cached stat", 1.2), ("readdir", 1), ("ls -l", 1.5),
-        ("open+read+close", 8), ("atomic save", 10), ("unlink", 6),
+    /// What a phase aims at: a ratio to tmpfs (where the kernel's caches can answer) or to
+    /// bindfs (where a write must reach the file system), as `BENCHMARKS.md` states them.
+    enum Aim {
+        case tmpfs(Double)
+        case bindfs(Double)
+
+        var text: String {
+            switch self {
+            case .tmpfs(let ratio): String(format: "≤%g× tmpfs", ratio)
+            case .bindfs(let ratio): String(format: "≤%g× bindfs", ratio)
+            }
+        }
+
+        func isMet(tmpfsRatio: Double, bindfsRatio: Double) -> Bool {
+            switch self {
+            case .tmpfs(let ratio): tmpfsRatio <= ratio
+            case .bindfs(let ratio): bindfsRatio <= ratio
+            }
+        }
+    }
+
+    static let phases: [(String, Aim?)] = [
+        ("create+write+close", .bindfs(1)), ("first stat", nil), ("cached stat", nil), ("readdir", nil), ("ls -l", nil),
+        ("open+read+close", .tmpfs(10)), ("atomic save", .bindfs(1)), ("unlink", nil),
     ]
 
     let folder: String

@@ -33,7 +33,10 @@ struct Login: AsyncParsableCommand {
     @Argument(help: "A sign-in link, or the server's URL (https://notes.example.com:8420).")
     var target: String?
 
-    @Option(help: ArgumentHelp("Save under this profile name (default: $NOTES_PROFILE, else the profile of the same server, else \"default\" for the first profile, else the server's host name).", valueName: "NAME"))
+    @Option(
+        help: ArgumentHelp(
+            "Save under this profile name (default: $NOTES_PROFILE, else the profile of the same server, else \"default\" for the first profile, else the server's host name).",
+            valueName: "NAME"))
     var profile: String?
 
     @Option(help: ArgumentHelp("PEM file of the CA that signed the server's TLS certificate; a copy is kept with the profile.", valueName: "FILE"))

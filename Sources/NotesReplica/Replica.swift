@@ -579,6 +579,21 @@ public final class Replica: Sendable {
     }
 
     /// Records a zone (seen on the server, or created or deleted locally).
+    /// `saveZone` without waiting: the file model queues it under its lock and waits for
+    /// the ticket after (a failure goes to whoever waits).
+    public func saveZoneLater(_ zone: ReplicaZone) -> WriteTicket {
+        writeLater("save zone \(zone.id)", onFailure: nil) { db in try Self.upsertZone(db, zone) }
+    }
+
+    static func upsertZone(_ db: Database, _ zone: ReplicaZone) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO zones (owner, name, scope, change_token, pending) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (owner, name) DO UPDATE SET scope = excluded.scope, change_token = excluded.change_token, pending = excluded.pending
+                """,
+            arguments: [zone.id.owner, zone.id.name, zone.scope.rawValue, zone.changeToken, zone.pending?.rawValue])
+    }
+
     public func saveZone(_ zone: ReplicaZone) throws(ReplicaError) {
         try write("save zone \(zone.id)") { db in
             try db.execute(

@@ -62,6 +62,50 @@ import Testing
 
     /// A save that the replica's disk refused when the file was closed stays in memory
     /// and goes through the replica's writer on a later tick, once there is room.
+    /// A notebook folder's zone row is written after the tree's lock is released; when
+    /// the replica's disk refuses it, mkdir fails and the folder is taken back, and rmdir
+    /// fails and the folder is put back, so the tree never shows what the replica lacks.
+    @Test(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func aNotebookTheReplicaCannotRecordIsTakenBackOrPutBack() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("full-\(UUID().uuidString)").path
+        let small = "\(folder)/replica"
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        func sh(_ command: String) -> Int32 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", command]
+            try? process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        #expect(sh("mount -t tmpfs -o size=2m tmpfs '\(small)'") == 0)
+        defer {
+            _ = sh("umount -l '\(small)'")
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        let replica = try Replica(path: "\(small)/alice.replica.sqlite")
+        let tree = try NoteTree(account: "alice", replica: replica, cacheDirectory: folder) {}
+        let kept = try tree.makeDirectory(parent: InodeNumbers.privateRoot, name: "Kept")
+        func listed() throws -> Set<String> {
+            Set(try tree.list(InodeNumbers.privateRoot).map(\.name)).subtracting([".", ".."])
+        }
+        // Given a disk with no room left
+        _ = sh("head -c \(4 << 20) /dev/zero > '\(small)/filler'")
+        // a new notebook is refused and not shown, and one removed comes back
+        #expect(throws: FileSystemError(ENOSPC)) { _ = try tree.makeDirectory(parent: InodeNumbers.privateRoot, name: "Work") }
+        #expect(throws: FileSystemError(ENOSPC)) { try tree.removeDirectory(parent: InodeNumbers.privateRoot, name: "Kept") }
+        #expect(try listed() == ["Kept"])
+        #expect(try tree.lookup(parent: InodeNumbers.privateRoot, name: "Kept").inode == kept.inode)
+        // and once there is room, both go through
+        try FileManager.default.removeItem(atPath: "\(small)/filler")
+        _ = try tree.makeDirectory(parent: InodeNumbers.privateRoot, name: "Work")
+        try tree.removeDirectory(parent: InodeNumbers.privateRoot, name: "Kept")
+        #expect(try listed() == ["Work"])
+        let zones = try replica.zones()
+        #expect(zones.first { $0.id.name == "Work" }?.pending == .create)
+        #expect(zones.first { $0.id.name == "Kept" }?.pending == .delete)
+    }
+
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
     func aSaveRefusedAtCloseIsSavedOnALaterTickOnceThereIsRoom() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("full-\(UUID().uuidString)").path

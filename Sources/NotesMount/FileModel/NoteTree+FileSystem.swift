@@ -70,7 +70,7 @@ extension NoteTree: FileSystem {
 
     public func create(parent: Inode, name: String, mode: OpenMode) throws(FileSystemError) -> (FileAttributes, UInt64) {
         let result = try locked { state throws(Failure) in
-            let inode = try makeNode(&state, parent: parent, name: name, directory: false)
+            let inode = try makeNode(&state, parent: parent, name: name, directory: false).inode
             state.nodes[inode]!.lookups += 1
             state.nodes[inode]!.openCount += 1
             let handle = state.handles.open(inode, appends: mode.appends, writes: true, now: clock())
@@ -82,21 +82,57 @@ extension NoteTree: FileSystem {
     public func makeDirectory(parent: Inode, name: String) throws(FileSystemError) -> FileAttributes {
         // The save is queued under the lock and waited for after it, as `close` does: no
         // other call waits on SQLite meanwhile.
-        let (result, ticket) = try locked { state throws(Failure) in
-            let inode = try makeNode(&state, parent: parent, name: name, directory: true)
+        let (result, ticket, zoneMade) = try locked { state throws(Failure) in
+            let (inode, zoneMade) = try makeNode(&state, parent: parent, name: name, directory: true)
             state.nodes[inode]!.lookups += 1
             let ticket = try persistOrFail(&state, inode, durable: false)
-            return (try attributes(state, inode), ticket)
+            return (try attributes(state, inode), ticket, zoneMade)
         }
+        if let zoneMade { try waitForZone(zoneMade, undo: .made) }
         if let ticket { try waitForSave(ticket, of: result.inode) }
         onLocalChange()
         return result
     }
 
+    /// A notebook folder made or removed in `private/`, its zone row queued under the lock.
+    struct ZoneChange {
+        let zone: ZoneID
+        let ticket: WriteTicket
+    }
+
+    /// What to take back when a zone row could not be written.
+    enum ZoneUndo { case made, removed }
+
+    /// Waits, outside the lock, for a notebook's zone row; when the replica refused it,
+    /// the tree takes the folder back (or puts it back) and the caller gets the errno.
+    private func waitForZone(_ change: ZoneChange, undo: ZoneUndo) throws(FileSystemError) {
+        do {
+            try replica.wait(for: change.ticket)
+        } catch {
+            state.withLock { state in
+                let inode = InodeNumbers.zoneFolder(change.zone)
+                let listed = state.nodes[InodeNumbers.privateRoot]?.children[change.zone.name]
+                switch undo {
+                case .made:
+                    guard listed == inode, state.nodes[inode]?.children.isEmpty == true else { return }
+                    // The kernel gets an error, not the entry counted for it.
+                    state.nodes[inode]!.lookups = max(0, state.nodes[inode]!.lookups - 1)
+                    state.zones[change.zone] = nil
+                    Self.detach(&state, inode)
+                case .removed:
+                    guard listed == nil else { return }
+                    state.zones[change.zone] = .private
+                    _ = Self.zoneContainer(&state, change.zone, scope: .private, announce: false)
+                }
+            }
+            throw Errno.of(error)
+        }
+    }
+
     /// A new file or folder in `parent`: a scratch file for editor names, a zone for a
     /// folder made in `private/`, else a record (taking back a record that an editor
     /// renamed away from this very name a moment ago).
-    private func makeNode(_ state: inout State, parent: Inode, name: String, directory: Bool) throws(Failure) -> Inode {
+    private func makeNode(_ state: inout State, parent: Inode, name: String, directory: Bool) throws(Failure) -> (inode: Inode, zoneMade: ZoneChange?) {
         guard let folder = state.nodes[parent], folder.attached || parent == InodeNumbers.root else { throw Failure(ENOENT) }
         guard folder.isDirectory else { throw Failure(ENOTDIR) }
         guard Self.access(state, parent, account: account).mayWrite else { throw Failure(EACCES) }
@@ -109,13 +145,9 @@ extension NoteTree: FileSystem {
             inode = Self.newLocalInode(&state)
         } else if directory && parent == InodeNumbers.privateRoot {
             let zone = ZoneID(owner: account, name: name)
-            do {
-                try replica.saveZone(ReplicaZone(id: zone, scope: .private, changeToken: nil, pending: .create))
-            } catch {
-                throw Errno.of(error)
-            }
+            let ticket = replica.saveZoneLater(ReplicaZone(id: zone, scope: .private, changeToken: nil, pending: .create))
             state.zones[zone] = .private
-            return Self.zoneContainer(&state, zone, scope: .private, announce: false)
+            return (Self.zoneContainer(&state, zone, scope: .private, announce: false), ZoneChange(zone: zone, ticket: ticket))
         } else {
             guard let (zone, parentRecord) = Self.container(state, parent) else { throw Failure(EACCES) }
             let key: RecordKey
@@ -147,7 +179,7 @@ extension NoteTree: FileSystem {
         state.contents.set(inode, directory ? nil : [])
         state.nodes[parent]!.children.insert(name, inode, isFolder: directory)
         state.nodes[parent]!.modified = now
-        return inode
+        return (inode, nil)
     }
 
     static func recordType(forName name: String) -> RecordType {
@@ -167,24 +199,22 @@ extension NoteTree: FileSystem {
     }
 
     public func removeDirectory(parent: Inode, name: String) throws(FileSystemError) {
-        try locked { state throws(Failure) in
+        let zoneRemoved = try locked { state throws(Failure) -> ZoneChange? in
             let inode = try removable(state, parent: parent, name: name)
             let node = state.nodes[inode]!
             guard node.isDirectory else { throw Failure(ENOTDIR) }
             guard node.children.isEmpty else { throw Failure(ENOTEMPTY) }
             if case .zoneFolder(let zone) = node.kind {
-                do throws(ReplicaError) {
-                    try replica.saveZone(ReplicaZone(id: zone, scope: .private, changeToken: nil, pending: .delete))
-                } catch {
-                    throw Errno.of(error)
-                }
+                let ticket = replica.saveZoneLater(ReplicaZone(id: zone, scope: .private, changeToken: nil, pending: .delete))
                 state.zones[zone] = nil
                 Self.detach(&state, inode)
-                return
+                return ZoneChange(zone: zone, ticket: ticket)
             }
             try remove(&state, inode)
             Self.reclaimNames(&state)
+            return nil
         }
+        if let zoneRemoved { try waitForZone(zoneRemoved, undo: .removed) }
         invalidatePendingLater()
         onLocalChange()
     }
